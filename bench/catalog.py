@@ -1,0 +1,170 @@
+"""The catalog: the single source of truth for the operations a surface exposes.
+
+Every surface derives its tools from a :class:`Catalog`; nothing downstream keeps a second copy of a
+schema that could drift.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+JsonSchema = dict[str, Any]
+
+
+class CatalogError(ValueError):
+    """A catalog that cannot be loaded: names the file, the tool (or field) and what is wrong."""
+
+    def __init__(self, source: str, message: str, tool: str | None = None) -> None:
+        self.source = source
+        self.tool = tool
+        self.reason = message
+        where = f"{source}: tool {tool!r}: " if tool else f"{source}: "
+        super().__init__(where + message)
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One canonical operation of a catalog."""
+
+    name: str
+    """Unique operation name, e.g. ``issue_create``."""
+    description: str
+    """What the operation does, as the catalog states it."""
+    parameters: JsonSchema
+    """JSON Schema (``type: object``) of the operation's arguments."""
+    category: str = "general"
+    """Group used by grouped listings, lazy loading by category and reports."""
+    weight: float = 0.0
+    """Traffic weight (how hot the operation is); 0 when unknown."""
+    read_only: bool = False
+    """The operation does not change state."""
+    destructive: bool = False
+    """The operation may delete or overwrite state."""
+
+    @property
+    def summary(self) -> str:
+        """The description's first sentence (one-line catalogs use it)."""
+        text = " ".join(self.description.split())
+        for stop in (". ", ".\n"):
+            cut = text.find(stop)
+            if cut != -1:
+                return text[: cut + 1]
+        return text
+
+    @property
+    def required(self) -> list[str]:
+        return list(self.parameters.get("required", []))
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+            "category": self.category,
+            "weight": self.weight,
+            "read_only": self.read_only,
+            "destructive": self.destructive,
+        }
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """An ordered, validated set of operations with a content hash."""
+
+    name: str
+    """Short catalog name (used for dispatcher tool names, e.g. ``gitea`` -> ``gitea_help``)."""
+    operations: tuple[Operation, ...]
+    """The operations in catalog order."""
+    source: str = "<memory>"
+    """Where the catalog came from (file path or ``module:attr``)."""
+    _by_name: dict[str, Operation] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        seen: dict[str, Operation] = {}
+        for op in self.operations:
+            validate_operation(op, self.source)
+            if op.name in seen:
+                raise CatalogError(self.source, "duplicate operation name", tool=op.name)
+            seen[op.name] = op
+        self._by_name.update(seen)
+
+    def __len__(self) -> int:
+        return len(self.operations)
+
+    def __iter__(self) -> Iterator[Operation]:
+        return iter(self.operations)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def get(self, name: str) -> Operation | None:
+        return self._by_name.get(name)
+
+    def __getitem__(self, name: str) -> Operation:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"no operation {name!r} in catalog {self.name!r}") from None
+
+    @property
+    def names(self) -> list[str]:
+        return [op.name for op in self.operations]
+
+    @property
+    def categories(self) -> list[str]:
+        """Categories in first-seen order."""
+        return list(dict.fromkeys(op.category for op in self.operations))
+
+    @cached_property
+    def content_hash(self) -> str:
+        """sha256 over the canonical JSON of every operation (order-sensitive), 16 hex digits."""
+        blob = json.dumps(
+            [op.to_record() for op in self.operations],
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+    def by_weight(self) -> list[Operation]:
+        """Operations hottest first; ties keep catalog order."""
+        order = {op.name: i for i, op in enumerate(self.operations)}
+        return sorted(self.operations, key=lambda op: (-op.weight, order[op.name]))
+
+    def subset(self, names: Iterable[str]) -> list[Operation]:
+        return [self[name] for name in names]
+
+    def to_json(self) -> dict[str, Any]:
+        """The native surfbench catalog format (what :func:`bench.importers.load_catalog` reads back)."""
+        return {
+            "surfbench_catalog": 1,
+            "name": self.name,
+            "operations": [op.to_record() for op in self.operations],
+        }
+
+
+def validate_operation(op: Operation, source: str) -> None:
+    """Raise :class:`CatalogError` unless ``op`` is a usable operation."""
+    if not isinstance(op.name, str) or not op.name.strip():
+        raise CatalogError(source, "operation has no name", tool=None)
+    if not isinstance(op.description, str):
+        raise CatalogError(source, "description must be a string", tool=op.name)
+    params = op.parameters
+    if not isinstance(params, Mapping) or params.get("type") != "object":
+        raise CatalogError(source, "parameters must be a JSON Schema object (type: object)", tool=op.name)
+    props = params.get("properties", {})
+    if not isinstance(props, Mapping):
+        raise CatalogError(source, "parameters.properties must be an object", tool=op.name)
+    required = params.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        raise CatalogError(source, "parameters.required must be a list of names", tool=op.name)
+    missing = [r for r in required if r not in props]
+    if missing and params.get("additionalProperties") is False:
+        raise CatalogError(source, f"required {missing} not among the properties", tool=op.name)
+    if op.weight < 0:
+        raise CatalogError(source, "weight must be >= 0", tool=op.name)

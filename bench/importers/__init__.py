@@ -1,0 +1,91 @@
+"""Build a :class:`~bench.catalog.Catalog` from a file or a Python ``module:attr`` spec.
+
+Formats: ``openai``, ``anthropic``, ``mcp``, ``openapi`` (OpenAPI 3.x and Swagger 2.0), ``bfcl``,
+``python`` (callables with Google docstrings) and ``native`` (surfbench's own JSON/YAML). Without an
+explicit format the shape of the document decides. Loading is all-or-nothing: any error raises one
+:class:`~bench.catalog.CatalogError` and no catalog is returned.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from bench.catalog import Catalog, CatalogError, Operation
+from bench.importers.common import read_document
+from bench.importers.openapi import import_openapi
+from bench.importers.pycallable import import_callables
+from bench.importers.tools_json import (
+    import_anthropic,
+    import_bfcl,
+    import_mcp,
+    import_native,
+    import_openai,
+)
+
+Importer = Callable[[Any, str], list[Operation]]
+IMPORTERS: dict[str, Importer] = {
+    "openai": import_openai,
+    "anthropic": import_anthropic,
+    "mcp": import_mcp,
+    "openapi": import_openapi,
+    "bfcl": import_bfcl,
+    "native": import_native,
+}
+FORMATS = (*IMPORTERS, "python")
+
+
+def detect_format(doc: Any, source: str) -> str:
+    """Guess the format from the document's shape."""
+    if isinstance(doc, Mapping):
+        if "surfbench_catalog" in doc:
+            return "native"
+        if "openapi" in doc or "swagger" in doc:
+            return "openapi"
+        if "result" in doc and isinstance(doc["result"], Mapping) and "tools" in doc["result"]:
+            return "mcp"
+        if "tools" in doc:
+            doc = doc["tools"]
+    if isinstance(doc, list) and doc and isinstance(doc[0], Mapping):
+        first = doc[0]
+        if "inputSchema" in first:
+            return "mcp"
+        if "input_schema" in first:
+            return "anthropic"
+        if first.get("type") == "function" or "function" in first and isinstance(first["function"], Mapping):
+            return "openai"
+        if "question" in first or "parameters" in first:
+            return "bfcl"  # BFCL docs and the legacy OpenAI 'functions' shape share this importer
+    raise CatalogError(
+        source,
+        "cannot tell the catalog format (expected OpenAI/Anthropic/MCP tools, OpenAPI, BFCL or a native "
+        f"catalog); pass the format explicitly, one of {', '.join(FORMATS)}",
+    )
+
+
+def _default_name(source: str) -> str:
+    stem = Path(source.split(":")[-1] if ":" in source and not Path(source).exists() else source).stem
+    stem = re.sub(r"[-.]?(swagger|openapi|tools|catalog|mcp)$", "", stem.lower())
+    stem = re.sub(r"[-.]\d.*$", "", stem)
+    return re.sub(r"[^a-z0-9_]+", "_", stem).strip("_") or "catalog"
+
+
+def load_catalog(source: str | Path, fmt: str | None = None, name: str | None = None) -> Catalog:
+    """Load a catalog; ``source`` is a file path or, for ``python``, ``module:attr``."""
+    text = str(source)
+    if fmt is not None and fmt not in FORMATS:
+        raise CatalogError(text, f"unknown catalog format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    path = Path(text)
+    if fmt == "python" or (fmt is None and not path.exists() and re.fullmatch(r"[\w.]+(:\w+)?", text)):
+        operations = import_callables(text)
+        doc_name = None
+    else:
+        doc = read_document(path)
+        fmt = fmt or detect_format(doc, text)
+        operations = IMPORTERS[fmt](doc, text)
+        doc_name = doc.get("name") if fmt == "native" and isinstance(doc, Mapping) else None
+    if not operations:
+        raise CatalogError(text, "the catalog has no operations")
+    return Catalog(name=name or doc_name or _default_name(text), operations=tuple(operations), source=text)

@@ -1,0 +1,132 @@
+"""Python callables with Google-style docstrings become operations.
+
+The signature gives the argument names, types and which are required (no default); the docstring's
+``Args:`` section gives each argument's description; the summary gives the tool's description.
+Schemas are strict (``additionalProperties: false``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable, Iterable
+from typing import Any, Literal, get_args, get_origin
+
+from bench.catalog import CatalogError, Operation
+from bench.importers.common import make_operation
+
+_SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?):\s*$")
+_ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
+
+
+def type_schema(annotation: Any, source: str, tool: str) -> dict[str, Any]:
+    """JSON Schema for a Python annotation (str, int, float, bool, list[X], dict, Literal, Optional)."""
+    if annotation is inspect.Parameter.empty or annotation is Any:
+        return {}
+    if annotation in _SCALARS:
+        return {"type": _SCALARS[annotation]}
+    origin = get_origin(annotation)
+    args = get_args(annotation)
+    if origin is Literal:
+        schema: dict[str, Any] = {"enum": list(args)}
+        kinds = {_SCALARS.get(type(a)) for a in args}
+        if len(kinds) == 1 and None not in kinds:
+            schema["type"] = kinds.pop()
+        return schema
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) == 1:
+            return type_schema(inner[0], source, tool)
+        return {"anyOf": [type_schema(a, source, tool) for a in inner]}
+    if annotation in (list, tuple, set) or origin in (list, tuple, set, Iterable):
+        schema = {"type": "array"}
+        if args and args[0] is not Ellipsis:
+            schema["items"] = type_schema(args[0], source, tool)
+        return schema
+    if annotation is dict or origin is dict:
+        return {"type": "object"}
+    raise CatalogError(source, f"unsupported annotation {annotation!r}", tool=tool)
+
+
+def parse_google_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Return (description, {arg: description}) from a Google-style docstring."""
+    lines = inspect.cleandoc(doc or "").splitlines()
+    summary: list[str] = []
+    args: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    for line in lines:
+        header = _SECTION.match(line)
+        if header:
+            section = header.group(1)
+            current = None
+            continue
+        if section is None:
+            summary.append(line)
+        elif section in ("Args", "Arguments", "Parameters"):
+            match = _ARG_LINE.match(line)
+            if match and (len(line) - len(line.lstrip())) <= 4:
+                current = match.group(1).lstrip("*")
+                args[current] = match.group(3).strip()
+            elif current and line.strip():
+                args[current] = f"{args[current]} {line.strip()}".strip()
+    return " ".join(" ".join(summary).split()), args
+
+
+def operation_from_callable(fn: Callable[..., Any], source: str) -> Operation:
+    name = getattr(fn, "__name__", None)
+    if not name:
+        raise CatalogError(source, f"{fn!r} has no __name__")
+    description, arg_docs = parse_google_docstring(fn.__doc__ or "")
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # unresolvable forward references: fall back to raw annotations
+        hints = {}
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.name in ("self", "cls"):
+            continue
+        schema = type_schema(hints.get(param.name, param.annotation), source, name)
+        if param.name in arg_docs:
+            schema["description"] = arg_docs[param.name]
+        if param.default is inspect.Parameter.empty:
+            required.append(param.name)
+        elif param.default is not None and isinstance(param.default, str | int | float | bool):
+            schema["default"] = param.default
+        properties[param.name] = schema
+    undocumented = set(arg_docs) - set(properties)
+    if undocumented:
+        raise CatalogError(source, f"docstring documents unknown argument(s) {sorted(undocumented)}", tool=name)
+    parameters: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        parameters["required"] = required
+    return make_operation(name, description, parameters, source)
+
+
+def import_callables(spec: str) -> list[Operation]:
+    """Import ``module:attr`` where attr is a function, a list of functions, or omitted (module's own)."""
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CatalogError(spec, f"cannot import module {module_name!r}: {exc}") from None
+    if attr:
+        if not hasattr(module, attr):
+            raise CatalogError(spec, f"module {module_name!r} has no attribute {attr!r}")
+        target = getattr(module, attr)
+        fns = list(target) if isinstance(target, list | tuple) else [target]
+    else:
+        fns = [
+            obj
+            for n, obj in vars(module).items()
+            if inspect.isfunction(obj) and obj.__module__ == module.__name__ and not n.startswith("_")
+        ]
+    for fn in fns:
+        if not callable(fn):
+            raise CatalogError(spec, f"{fn!r} is not callable")
+    return [operation_from_callable(fn, spec) for fn in fns]

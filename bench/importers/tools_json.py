@@ -1,0 +1,112 @@
+"""Importers for tool lists: OpenAI, Anthropic, MCP ``tools/list``, BFCL function docs, native surfbench."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bench.catalog import CatalogError, Operation
+from bench.importers.common import make_operation, normalise_schema, require_list
+
+
+def _tools_list(doc: Any, source: str) -> list[Any]:
+    """Accept a bare list or ``{"tools": [...]}``."""
+    if isinstance(doc, Mapping) and "tools" in doc:
+        doc = doc["tools"]
+    return require_list(doc, source, "tools")
+
+
+def import_openai(doc: Any, source: str) -> list[Operation]:
+    """OpenAI tools: ``[{"type": "function", "function": {name, description, parameters}}]``.
+
+    The legacy ``functions`` shape (``[{name, description, parameters}]``) is accepted too.
+    """
+    ops = []
+    for item in _tools_list(doc, source):
+        fn = item.get("function", item)
+        if not isinstance(fn, Mapping):
+            raise CatalogError(source, "field 'function' must be an object", tool=item.get("name"))
+        params = normalise_schema(fn.get("parameters"), source, fn.get("name"))
+        ops.append(make_operation(fn.get("name"), fn.get("description"), params, source))
+    return ops
+
+
+def import_anthropic(doc: Any, source: str) -> list[Operation]:
+    """Anthropic tools: ``[{name, description, input_schema}]``."""
+    return [
+        make_operation(t.get("name"), t.get("description"), t.get("input_schema"), source)
+        for t in _tools_list(doc, source)
+    ]
+
+
+def import_mcp(doc: Any, source: str) -> list[Operation]:
+    """An MCP ``tools/list`` response (JSON-RPC envelope or its ``result``) or a bare list of MCP tools."""
+    if isinstance(doc, Mapping) and "result" in doc:
+        doc = doc["result"]
+    ops = []
+    for t in _tools_list(doc, source):
+        notes = t.get("annotations") or {}
+        if not isinstance(notes, Mapping):
+            raise CatalogError(source, "field 'annotations' must be an object", tool=t.get("name"))
+        ops.append(
+            make_operation(
+                t.get("name"),
+                t.get("description"),
+                t.get("inputSchema"),
+                source,
+                category=(t.get("_meta") or {}).get("category") if isinstance(t.get("_meta"), Mapping) else None,
+                read_only=bool(notes.get("readOnlyHint", False)),
+                destructive=bool(notes.get("destructiveHint", False)),
+            )
+        )
+    return ops
+
+
+def import_bfcl(doc: Any, source: str) -> list[Operation]:
+    """BFCL function docs: a list of docs, or BFCL data rows (``{"question", "function": [...]}``).
+
+    BFCL's ``dict``/``float``/``tuple`` types become JSON Schema types. Dotted names (``math.factorial``)
+    become ``math_factorial``, as BFCL itself does for OpenAI-compatible models. Functions repeated
+    across data rows are kept once.
+    """
+    docs: list[Any] = []
+    for row in require_list(doc, source, "BFCL entries"):
+        if "function" in row and "question" in row:
+            docs.extend(require_list(row["function"], source, "functions"))
+        else:
+            docs.append(row)
+    ops: dict[str, Operation] = {}
+    for fn in docs:
+        raw = fn.get("name")
+        name = raw.replace(".", "_") if isinstance(raw, str) else raw
+        params = normalise_schema(fn.get("parameters"), source, raw)
+        op = make_operation(name, fn.get("description"), params, source)
+        if op.name in ops and ops[op.name] != op:
+            raise CatalogError(source, "the same name has two different definitions", tool=op.name)
+        ops[op.name] = op
+    return list(ops.values())
+
+
+def import_native(doc: Any, source: str) -> list[Operation]:
+    """Surfbench's own catalog format (what :meth:`Catalog.to_json` writes)."""
+    if not isinstance(doc, Mapping) or "operations" not in doc:
+        raise CatalogError(source, "native catalog needs an 'operations' list")
+    allowed = {"name", "description", "parameters", "category", "weight", "read_only", "destructive"}
+    ops = []
+    for item in require_list(doc["operations"], source, "operations"):
+        unknown = set(item) - allowed
+        if unknown:
+            raise CatalogError(source, f"unknown field(s) {sorted(unknown)}", tool=item.get("name"))
+        ops.append(
+            make_operation(
+                item.get("name"),
+                item.get("description"),
+                item.get("parameters"),
+                source,
+                category=item.get("category"),
+                weight=item.get("weight", 0.0),
+                read_only=bool(item.get("read_only", False)),
+                destructive=bool(item.get("destructive", False)),
+            )
+        )
+    return ops

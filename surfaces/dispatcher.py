@@ -1,0 +1,152 @@
+"""``dispatcher``: one ``{operation, args}`` tool plus a help tool ``{operation}``.
+
+The dispatcher's description lists the catalog (``catalog: oneline | grouped | none``). Arguments are
+validated against the named operation's own schema; every error says how to get that schema. Help
+returns the operation's description and compact schema as a tool result, so the request prefix (the
+tool block) never changes during an episode.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bench.catalog import Operation
+from bench.validation import closest, short
+from surfaces import register
+from surfaces.base import (
+    BAD_META_CALL,
+    UNKNOWN_OPERATION,
+    Dispatch,
+    MetaHandler,
+    Session,
+    Surface,
+    ToolCall,
+    ToolSpec,
+    coerce_args,
+    help_text,
+)
+from surfaces.listing import LISTINGS, render_listing
+
+
+def tool_prefix(catalog_name: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9_]+", "_", catalog_name).strip("_") or "ops"
+
+
+class Dispatcher:
+    """The dispatcher + help pair over a set of operations; used by ``dispatcher`` and ``core``."""
+
+    def __init__(self, ops: Sequence[Operation], prefix: str, listing: str, noun: str = "operation") -> None:
+        if listing not in LISTINGS:
+            raise ValueError(f"catalog listing must be one of {', '.join(LISTINGS)}, got {listing!r}")
+        self.ops = {op.name: op for op in ops}
+        self.call_name = prefix
+        self.help_name = f"{prefix}_help"
+        catalog_text = render_listing(list(ops), listing)
+        description = (
+            f"Run one {noun}: pass its name as 'operation' and its arguments as the object 'args'. "
+            f"Arguments are checked against the {noun}'s schema; call {self.help_name} "
+            '{"operation": NAME} to get the schema of one you have not used.'
+        )
+        if catalog_text:
+            description += f"\n{noun.capitalize()}s:\n{catalog_text}"
+        self.call_tool = ToolSpec(
+            name=self.call_name,
+            description=description,
+            parameters={
+                "type": "object",
+                "properties": {
+                    "operation": {"type": "string", "description": f"{noun} name"},
+                    "args": {"type": "object", "description": f"arguments of the {noun}"},
+                },
+                "required": ["operation"],
+                "additionalProperties": False,
+            },
+        )
+        self.help_tool = ToolSpec(
+            name=self.help_name,
+            description=f"Return the description and JSON Schema of one {noun}.",
+            parameters={
+                "type": "object",
+                "properties": {"operation": {"type": "string", "description": f"{noun} name"}},
+                "required": ["operation"],
+                "additionalProperties": False,
+            },
+        )
+
+    @property
+    def tools(self) -> list[ToolSpec]:
+        return [self.call_tool, self.help_tool]
+
+    def hint(self, name: str) -> str:
+        return f'Call {self.help_name} {{"operation": "{name}"}} for its schema.'
+
+    def _unknown(self, tool: str, name: Any) -> Dispatch:
+        near = closest(str(name), self.ops)
+        tip = f" Nearest: {', '.join(near)}." if near else ""
+        text = f"Unknown operation {short(name)}.{tip} {self.hint(near[0] if near else 'NAME')}"
+        return Dispatch("rejected", tool, text=text, error_type=UNKNOWN_OPERATION)
+
+    def handlers(self, surface: Surface) -> dict[str, MetaHandler]:
+        def call(session: Session, tc: ToolCall) -> Dispatch:
+            raw = coerce_args(tc.arguments)
+            if not isinstance(raw, Mapping) or "operation" not in raw:
+                text = (
+                    f'{self.call_name} needs {{"operation": NAME, "args": {{...}}}}; got {short(raw)}. '
+                    f"{self.hint('NAME')}"
+                )
+                return Dispatch("rejected", tc.name, text=text, error_type=BAD_META_CALL)
+            name = raw["operation"]
+            op = self.ops.get(name) if isinstance(name, str) else None
+            if op is None:
+                return self._unknown(tc.name, name)
+            stray = sorted(set(raw) - {"operation", "args"})
+            if stray:
+                text = (
+                    f"Put the arguments of '{op.name}' inside 'args', not beside 'operation' "
+                    f"(found {', '.join(stray)}). {self.hint(op.name)}"
+                )
+                return Dispatch(
+                    "rejected",
+                    tc.name,
+                    operation=op.name,
+                    args={k: raw[k] for k in stray},
+                    text=text,
+                    error_type="schema_invalid",
+                )
+            return surface.route(tc.name, op, coerce_args(raw.get("args", {})), self.hint(op.name))
+
+        def help_(session: Session, tc: ToolCall) -> Dispatch:
+            raw = coerce_args(tc.arguments)
+            name = raw.get("operation") if isinstance(raw, Mapping) else None
+            op = self.ops.get(name) if isinstance(name, str) else None
+            if op is None:
+                miss = self._unknown(tc.name, name)
+                return Dispatch("meta", tc.name, text=miss.text, meta="help", error_type=UNKNOWN_OPERATION)
+            return Dispatch("meta", tc.name, operation=None, text=help_text(op), meta="help")
+
+        return {self.call_name: call, self.help_name: help_}
+
+    def help_payload(self, op: Operation) -> str | None:
+        return help_text(op) if op.name in self.ops else None
+
+
+@register
+class DispatcherSurface(Surface):
+    kind = "dispatcher"
+    allowed_params = frozenset({"catalog", "tool_name"})
+
+    def setup(self) -> None:
+        prefix = self.params.get("tool_name") or tool_prefix(self.catalog.name)
+        self.dispatcher = Dispatcher(self.catalog.operations, prefix, self.params.get("catalog", "oneline"))
+        self._handlers = self.dispatcher.handlers(self)
+
+    def static_tools(self) -> list[ToolSpec]:
+        return self.dispatcher.tools
+
+    def meta_handlers(self) -> Mapping[str, MetaHandler]:
+        return self._handlers
+
+    def help_payload(self, op: Operation) -> str | None:
+        return self.dispatcher.help_payload(op)

@@ -1,0 +1,52 @@
+"""``preselect``: rank the operations against the user's request; expose only the best few.
+
+Before generation, the top ``k`` operations whose similarity clears a threshold become the episode's
+tools (ollie-lessons-learned: five tool hints per request).
+
+Retrievers: ``bm25`` (no model) or ``embedding`` (all-MiniLM-L6-v2 from PyPI, run in numpy). The set
+is fixed for the episode; calls to anything else are boundary violations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bench.retrieval import Hit, make_retriever
+from surfaces import register
+from surfaces.base import Session, Surface, ToolSpec, typed_tool
+
+
+class PreselectSession(Session):
+    def __init__(self, surface: Surface, request: str = "") -> None:
+        super().__init__(surface, request)
+        assert isinstance(surface, PreselectSurface)
+        self.hits = surface.select(request)
+        self._tools = [typed_tool(surface.catalog[h.operation]) for h in self.hits]
+
+    def current_tools(self) -> list[ToolSpec]:
+        return list(self._tools)
+
+
+@register
+class PreselectSurface(Surface):
+    kind = "preselect"
+    session_class = PreselectSession
+    request_dependent = True
+    allowed_params = frozenset({"retriever", "k", "threshold"})
+
+    def setup(self) -> None:
+        self.k = int(self.params.get("k", 5))
+        self.threshold = float(self.params.get("threshold", 0.0))
+        if self.k < 1 or not 0.0 <= self.threshold <= 1.0:
+            raise ValueError("surface 'preselect': k must be >= 1 and threshold within [0, 1]")
+        self.retriever = make_retriever(str(self.params.get("retriever", "bm25")), self.catalog.operations)
+
+    def prefetch(self, requests: Sequence[str]) -> None:
+        self.retriever.prefetch([r for r in requests if r.strip()])
+
+    def select(self, request: str) -> list[Hit]:
+        """The operations shown for ``request``: top ``k`` with score >= threshold (and > 0)."""
+        if not request.strip():
+            return []
+        hits = self.retriever.rank(request)[: self.k]
+        return [h for h in hits if h.score > 0 and h.score >= self.threshold]

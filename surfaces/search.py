@@ -1,0 +1,100 @@
+"""``search``: a search tool returns the schemas of the best matches; hits become callable next turn.
+
+This is the tool-search / deferred-loading pattern.
+
+Calling an operation that no search returned yet is a protocol violation (``not_loaded``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from bench.retrieval import make_retriever
+from bench.validation import short
+from bench.wire import compact_json
+from surfaces import register
+from surfaces.base import (
+    BAD_META_CALL,
+    Dispatch,
+    MetaHandler,
+    Session,
+    Surface,
+    ToolCall,
+    ToolSpec,
+    coerce_args,
+)
+from surfaces.lazy import LazySession
+
+SEARCH = "search_tools"
+
+
+class SearchSession(LazySession):
+    def reject_unshown(self, call: ToolCall) -> Dispatch:
+        rejected = super().reject_unshown(call)
+        if rejected.error_type == "not_loaded":
+            text = (
+                f"Operation '{call.name}' is not available yet. Call {SEARCH} with a short description of "
+                "what you want to do; the operations it returns become callable on your next turn."
+            )
+            return Dispatch(
+                "rejected",
+                call.name,
+                operation=call.name,
+                args=rejected.args,
+                text=text,
+                error_type="not_loaded",
+            )
+        return rejected
+
+
+@register
+class SearchSurface(Surface):
+    kind = "search"
+    session_class = SearchSession
+    allowed_params = frozenset({"retriever", "top_n"})
+
+    def setup(self) -> None:
+        self.top_n = int(self.params.get("top_n", 5))
+        self.retriever_kind = str(self.params.get("retriever", "bm25"))
+        self.retriever = make_retriever(self.retriever_kind, self.catalog.operations)
+        cats = ", ".join(self.catalog.categories)
+        self.tool = ToolSpec(
+            name=SEARCH,
+            description=(
+                f"Search {len(self.catalog)} operations ({cats}) by what you want to do. Returns the best "
+                f"matches with their argument schemas; they become callable tools on your next turn."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {"query": {"type": "string", "description": "what you want to do"}},
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+        )
+
+    def static_tools(self) -> list[ToolSpec]:
+        return [self.tool]
+
+    def meta_handlers(self) -> Mapping[str, MetaHandler]:
+        return {SEARCH: _search}
+
+
+def _search(session: Session, call: ToolCall) -> Dispatch:
+    assert isinstance(session, SearchSession) and isinstance(session.surface, SearchSurface)
+    surface = session.surface
+    raw = coerce_args(call.arguments)
+    query = raw.get("query") if isinstance(raw, Mapping) else None
+    if not isinstance(query, str) or not query.strip():
+        text = f'{SEARCH} needs {{"query": "what you want to do"}}; got {short(raw)}.'
+        return Dispatch("meta", call.name, text=text, meta="search", error_type=BAD_META_CALL)
+    hits = [h for h in surface.retriever.rank(query)[: surface.top_n] if h.score > 0]
+    names = [h.operation for h in hits]
+    session.pending += [n for n in names if n not in session.loaded and n not in session.pending]
+    if not hits:
+        return Dispatch("meta", call.name, text="No operation matches that query.", meta="search")
+    lines = [
+        compact_json({"name": op.name, "description": op.description, "parameters": op.parameters})
+        for op in surface.catalog.subset(names)
+    ]
+    text = "Matches (callable on your next turn):\n" + "\n".join(lines)
+    return Dispatch("meta", call.name, text=text, meta="search")
