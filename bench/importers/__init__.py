@@ -78,7 +78,8 @@ def load_catalog(source: str | Path, fmt: str | None = None, name: str | None = 
     if fmt is not None and fmt not in FORMATS:
         raise CatalogError(text, f"unknown catalog format {fmt!r}; choose one of {', '.join(FORMATS)}")
     path = Path(text)
-    if fmt == "python" or (fmt is None and not path.exists() and re.fullmatch(r"[\w.]+(:\w+)?", text)):
+    looks_python = re.fullmatch(r"[\w.]+(:\w+)?", text) or re.fullmatch(r".+\.py:\w+", text)
+    if fmt == "python" or (fmt is None and not path.exists() and looks_python):
         operations = import_callables(text)
         doc_name = None
     else:

@@ -7,12 +7,16 @@ Schemas are strict (``additionalProperties: false``).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
 import inspect
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from bench.catalog import CatalogError, Operation
@@ -29,10 +33,22 @@ def type_schema(annotation: Any, source: str, tool: str) -> dict[str, Any]:
         return {}
     if annotation in _SCALARS:
         return {"type": _SCALARS[annotation]}
+    schema: dict[str, Any]
+    if typing.is_typeddict(annotation):
+        hints = typing.get_type_hints(annotation)
+        required = [k for k in hints if k in annotation.__required_keys__]
+        schema = {
+            "type": "object",
+            "properties": {k: type_schema(v, source, tool) for k, v in hints.items()},
+            "additionalProperties": False,
+        }
+        if required:
+            schema["required"] = required
+        return schema
     origin = get_origin(annotation)
     args = get_args(annotation)
     if origin is Literal:
-        schema: dict[str, Any] = {"enum": list(args)}
+        schema = {"enum": list(args)}
         kinds = {_SCALARS.get(type(a)) for a in args}
         if len(kinds) == 1 and None not in kinds:
             schema["type"] = kinds.pop()
@@ -105,21 +121,65 @@ def operation_from_callable(fn: Callable[..., Any], source: str) -> Operation:
     parameters: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
     if required:
         parameters["required"] = required
-    return make_operation(name, description, parameters, source)
+    meta = getattr(fn, "__surfbench_op__", {})
+    return make_operation(
+        name,
+        description,
+        parameters,
+        source,
+        category=meta.get("category"),
+        weight=meta.get("weight", 0.0),
+        read_only=bool(meta.get("read_only", False)),
+        destructive=bool(meta.get("destructive", False)),
+    )
+
+
+def load_module(module_name: str, source: str) -> types.ModuleType:
+    """Import a dotted module, or a ``.py`` file by path."""
+    if module_name.endswith(".py"):
+        path = Path(module_name)
+        if not path.is_file():
+            raise CatalogError(source, f"no such file {module_name!r}")
+        unique = "surfbench_user_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+        if unique in sys.modules:
+            return sys.modules[unique]
+        spec = importlib.util.spec_from_file_location(unique, path)
+        if spec is None or spec.loader is None:
+            raise CatalogError(source, f"cannot load {module_name!r}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[unique] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            del sys.modules[unique]
+            raise CatalogError(source, f"importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
+        return module
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CatalogError(source, f"cannot import module {module_name!r}: {exc}") from None
 
 
 def import_callables(spec: str) -> list[Operation]:
-    """Import ``module:attr`` where attr is a function, a list of functions, or omitted (module's own)."""
-    module_name, _, attr = spec.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise CatalogError(spec, f"cannot import module {module_name!r}: {exc}") from None
+    """Import ``module:attr`` (or ``file.py:attr``).
+
+    attr is a function, a list of functions, or a class whose ``@operation`` methods become the
+    operations (a backend); without attr, the module's own public functions.
+    """
+    module_name, _, attr = spec.rpartition(":") if spec.count(":") else (spec, "", "")
+    module = load_module(module_name, spec)
     if attr:
         if not hasattr(module, attr):
             raise CatalogError(spec, f"module {module_name!r} has no attribute {attr!r}")
         target = getattr(module, attr)
-        fns = list(target) if isinstance(target, list | tuple) else [target]
+        if isinstance(target, type):
+            from bench.backend import operation_methods
+
+            fns = operation_methods(target)
+            if not fns:
+                raise CatalogError(spec, f"class {attr!r} has no @operation methods")
+        else:
+            fns = list(target) if isinstance(target, list | tuple) else [target]
     else:
         fns = [
             obj

@@ -1,0 +1,224 @@
+"""The episode loop: the model is the agent.
+
+Call the model; run its tool calls (in order) through the surface; feed the results back; stop on a
+text-only answer, on ``max_steps``, or on a harness error. A tool error (rejection, failed
+operation) goes back to the model as the tool's result; a harness error ends the episode and is
+recorded with its traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from bench.backend import Backend, ToolError
+from bench.models.types import ModelRequest, ModelTurn, ParsedCall
+from bench.records import CallRecord, EpisodeTrace, StepRecord
+from bench.suite import Task
+from bench.validation import validate_args
+from bench.wire import compact_json, count_tokens, tool_wire_bytes
+from surfaces.base import Dispatch, Session, ToolCall
+
+RESULT_CHARS = 4000  # a tool result longer than this is cut (the model sees the cut)
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    max_steps: int = 6
+    mode: str = "native"
+    prompt_format: str = "hermes"
+    temperature: float = 0.0
+    max_tokens: int = 512
+    seed: int | None = 0
+
+
+class Complete(Protocol):
+    """Anything with ``complete(request) -> ModelTurn`` (LiteLLMClient, ScriptedClient)."""
+
+    def complete(self, request: ModelRequest) -> ModelTurn: ...
+
+
+def _result_text(value: Any) -> str:
+    text = value if isinstance(value, str) else compact_json(value)
+    return text if len(text) <= RESULT_CHARS else text[:RESULT_CHARS] + f"... [cut at {RESULT_CHARS} characters]"
+
+
+def _assistant_message(turn: ModelTurn) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
+    if turn.tool_calls:
+        msg["tool_calls"] = [
+            {
+                "id": call.id or f"call_{i}",
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": call.arguments if isinstance(call.arguments, str) else compact_json(call.arguments),
+                },
+            }
+            for i, call in enumerate(turn.tool_calls)
+        ]
+        if turn.parse_format:  # the call was written as text: keep the history in native shape only
+            msg["content"] = None
+    return msg
+
+
+def run_episode(
+    task: Task,
+    session: Session,
+    backend: Backend,
+    client: Complete,
+    settings: LoopSettings,
+    system_prompt: str,
+    catalog_ops: Callable[[str], dict[str, Any] | None],
+) -> EpisodeTrace:
+    """Run one task to the end; never raises for model or tool behaviour."""
+    trace = EpisodeTrace()
+    started = time.perf_counter()
+    surface_text = session.system_text()
+    system = f"{system_prompt}\n\n{surface_text}".strip() if surface_text else system_prompt
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    step = 0
+    try:
+        for turn_text in task.turns:
+            messages.append({"role": "user", "content": turn_text})
+            trace.final_text = None
+            while step < settings.max_steps:
+                tools = session.tools()
+                request = ModelRequest(
+                    messages=tuple(messages),
+                    tools=tuple(tools),
+                    mode="prompted" if settings.mode == "prompted" else "native",
+                    prompt_format=settings.prompt_format,
+                    temperature=settings.temperature,
+                    max_tokens=settings.max_tokens,
+                    seed=settings.seed,
+                )
+                turn = client.complete(request)
+                calls = _run_calls(turn, session, backend, step, catalog_ops)
+                trace.calls += calls
+                trace.steps.append(_step_record(step, request, turn, tools, system, calls))
+                step += 1
+                messages.append(_assistant_message(turn))
+                if turn.tool_calls:
+                    for call, record in zip(turn.tool_calls, calls, strict=False):
+                        messages.append({"role": "tool", "tool_call_id": call.id, "content": record.result})
+                    continue
+                if turn.parse_failures:
+                    why = turn.parse_failures[0].reason
+                    messages.append(
+                        {
+                            "role": "user",
+                            "content": f"Your tool call could not be parsed ({why}). Send it again as valid JSON "
+                            '{"name": TOOL, "arguments": {...}}, or answer in plain text.',
+                        }
+                    )
+                    continue
+                trace.final_text = turn.text
+                break
+            else:
+                break  # max_steps reached inside this user turn: no more turns
+    except Exception as exc:  # the harness's own failure (model unreachable, backend bug): end, record
+        trace.error = f"{type(exc).__name__}: {exc}"
+        trace.traceback = traceback.format_exc()
+    trace.messages = messages
+    try:
+        trace.state = backend.state()
+    except Exception as exc:
+        trace.error = trace.error or f"state(): {type(exc).__name__}: {exc}"
+        trace.traceback = trace.traceback or traceback.format_exc()
+    trace.wall_s = time.perf_counter() - started
+    return trace
+
+
+def _run_calls(
+    turn: ModelTurn,
+    session: Session,
+    backend: Backend,
+    step: int,
+    catalog_ops: Callable[[str], dict[str, Any] | None],
+) -> list[CallRecord]:
+    records = []
+    for index, call in enumerate(turn.tool_calls):
+        records.append(_run_call(call, session, backend, step, index, catalog_ops))
+    return records
+
+
+def _run_call(
+    call: ParsedCall,
+    session: Session,
+    backend: Backend,
+    step: int,
+    index: int,
+    catalog_ops: Callable[[str], dict[str, Any] | None],
+) -> CallRecord:
+    if call.arguments_error:
+        text = f"Could not parse the arguments of {call.name}: {call.arguments_error}. Send valid JSON."
+        return CallRecord(
+            step, index, call.name, call.arguments, "parse_error", error_type="parse_failure", result=text
+        )
+    outcome: Dispatch = session.dispatch(ToolCall(call.name, call.arguments, call.id))
+    schema_valid = None
+    if outcome.operation is not None:
+        schema = catalog_ops(outcome.operation)
+        if schema is not None:
+            schema_valid = not validate_args(outcome.args if outcome.args is not None else {}, schema)
+    args = outcome.args if outcome.args is not None else call.arguments
+    if outcome.kind != "operation":
+        return CallRecord(
+            step, index, call.name, args, outcome.kind, outcome.operation, outcome.meta, outcome.error_type,
+            schema_valid, None, _result_text(outcome.text),
+        )  # fmt: skip
+    assert outcome.operation is not None and outcome.args is not None
+    try:
+        result = backend.call(outcome.operation, outcome.args)
+        ok, text = True, _result_text(result)
+    except ToolError as exc:
+        ok, text = False, f"Error: {exc}"
+    return CallRecord(
+        step, index, call.name, outcome.args, "operation", outcome.operation, None, None, schema_valid, ok, text
+    )
+
+
+def _step_record(
+    step: int, request: ModelRequest, turn: ModelTurn, tools: list[Any], system: str, calls: list[CallRecord]
+) -> StepRecord:
+    block = "".join(compact_json({"n": t.name, "d": t.description, "p": t.parameters}) for t in tools)
+    prefix_hash = hashlib.sha256((system + "\x00" + block).encode()).hexdigest()[:16]
+    rendered = compact_json({"messages": list(request.messages), "tools": [t.name for t in tools]})
+    tool_text = "".join(
+        compact_json({"name": t.name, "description": t.description, "parameters": t.parameters}) for t in tools
+    )
+    overhead = bool(calls) and all(c.kind == "meta" for c in calls)
+    return StepRecord(
+        step=step,
+        request_bytes=turn.request_bytes,
+        request_bytes_source=turn.request_bytes_source,
+        prompt_tokens=turn.usage.prompt_tokens,
+        prompt_tokens_est=count_tokens(rendered + tool_text, "o200k_base"),
+        cached_prompt_tokens=turn.usage.cached_prompt_tokens,
+        completion_tokens=turn.usage.completion_tokens,
+        latency_s=turn.latency_s,
+        tools_shown=len(tools),
+        tool_block_bytes=sum(tool_wire_bytes(t) for t in tools),
+        prefix_hash=prefix_hash,
+        tool_calls=len(turn.tool_calls),
+        overhead=overhead,
+        parse_format=turn.parse_format,
+        parse_failures=len(turn.parse_failures),
+        cache_hit=turn.cache_hit,
+        finish_reason=turn.finish_reason,
+        cost_usd=turn.cost_usd,
+        text=(turn.text or "")[:2000],
+    )
+
+
+def transcript_lines(trace: EpisodeTrace) -> list[str]:
+    """The episode as JSON lines: messages, then the trace's summary (for the per-episode transcript)."""
+    lines = [json.dumps({"message": m}, ensure_ascii=False, default=str) for m in trace.messages]
+    lines.append(json.dumps({"final_text": trace.final_text, "error": trace.error, "traceback": trace.traceback}))
+    return lines

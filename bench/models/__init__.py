@@ -1,0 +1,139 @@
+"""Model configs (``configs/model/*.yaml``) and the pool that turns them into running clients.
+
+``provider: local`` is an embedded GGUF on surfbench's own llama.cpp server (started on first use,
+reused for the whole run, stopped at the end); ``provider: litellm`` is any LiteLLM model string.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bench.config import ConfigError, read_group_config
+from bench.models.cache import ResponseCache
+from bench.models.client import LiteLLMClient, ModelError
+from bench.models.local import ModelUnavailable, embedded, require
+from bench.models.server import LocalServer, ServerError, ServerSettings
+from bench.models.types import CallingMode, ModelRequest, ModelTurn
+
+__all__ = [
+    "ModelClient",
+    "ModelConfig",
+    "ModelError",
+    "ModelPool",
+    "ModelUnavailable",
+    "ServerError",
+    "model_config",
+]
+
+
+class ModelClient(Protocol):
+    name: str
+
+    def complete(self, request: ModelRequest) -> ModelTurn: ...
+
+
+MODEL_KEYS = {
+    "name", "provider", "embedded", "model", "api_base", "api_key_env", "params_b", "n_ctx", "threads",
+    "chat_format", "mode", "prompt_format", "tokenizer", "temperature", "max_tokens", "seed", "description",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """One entry of ``configs/model/``."""
+
+    name: str
+    provider: str = "local"
+    """``local`` (embedded GGUF on the llama.cpp server) or ``litellm`` (any provider)."""
+    embedded: str | None = None
+    """For ``local``: the embedded model (see ``surfbench models``)."""
+    model: str | None = None
+    """For ``litellm``: the LiteLLM model string, e.g. ``openai/gpt-4o-mini``."""
+    api_base: str | None = None
+    api_key_env: str | None = None
+    """Environment variable holding the key (the value is never written anywhere)."""
+    params_b: float | None = None
+    """Parameter count in billions: the size axis of reports."""
+    n_ctx: int = 16384
+    threads: int = 2
+    chat_format: str | None = None
+    mode: CallingMode = "native"
+    prompt_format: str = "hermes"
+    tokenizer: str = "o200k_base"
+    """How to count this model's tokens: ``gguf`` (its own vocabulary) or a tiktoken encoding."""
+    temperature: float = 0.0
+    max_tokens: int = 512
+    seed: int | None = 0
+    description: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def model_config(name: str) -> ModelConfig:
+    data = read_group_config("model", name)
+    where = f"configs/model/{name}.yaml"
+    unknown = set(data) - MODEL_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(MODEL_KEYS)}")
+    cfg = ModelConfig(**{"name": name, **data})
+    if cfg.provider not in ("local", "litellm"):
+        raise ConfigError(f"{where}: provider must be 'local' or 'litellm', got {cfg.provider!r}")
+    if cfg.provider == "local":
+        if not cfg.embedded:
+            raise ConfigError(f"{where}: provider 'local' needs 'embedded' (one of `surfbench models`)")
+        try:
+            embedded(cfg.embedded)
+        except ModelUnavailable as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    elif not cfg.model:
+        raise ConfigError(f"{where}: provider 'litellm' needs 'model' (a LiteLLM model string)")
+    if cfg.mode not in ("native", "prompted"):
+        raise ConfigError(f"{where}: mode must be 'native' or 'prompted', got {cfg.mode!r}")
+    return cfg
+
+
+class ModelPool:
+    """Clients for a run; local servers start on first use and stop with the pool."""
+
+    def __init__(self, cache: ResponseCache | None) -> None:
+        self.cache = cache
+        self.servers: dict[str, LocalServer] = {}
+        self.clients: dict[str, LiteLLMClient] = {}
+
+    def client(self, cfg: ModelConfig) -> LiteLLMClient:
+        if cfg.name in self.clients:
+            return self.clients[cfg.name]
+        if cfg.provider == "local":
+            assert cfg.embedded is not None
+            settings = ServerSettings(require(cfg.embedded), cfg.name, cfg.n_ctx, cfg.threads, cfg.chat_format)
+            server = LocalServer(settings)
+            server.start()
+            self.servers[cfg.name] = server
+            client = LiteLLMClient(
+                f"openai/{cfg.name}", api_base=server.api_base, api_key="sk-local", cache=self.cache, is_local=True
+            )
+        else:
+            import os
+
+            key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
+            if cfg.api_key_env and not key:
+                raise ModelError(f"model {cfg.name!r} needs the environment variable {cfg.api_key_env} (its API key)")
+            assert cfg.model is not None
+            client = LiteLLMClient(cfg.model, api_base=cfg.api_base, api_key=key, cache=self.cache)
+        self.clients[cfg.name] = client
+        return client
+
+    def server(self, name: str) -> LocalServer | None:
+        return self.servers.get(name)
+
+    def close(self) -> None:
+        for server in self.servers.values():
+            server.stop()
+        self.servers.clear()
+        self.clients.clear()
+
+    def __enter__(self) -> ModelPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

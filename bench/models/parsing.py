@@ -1,0 +1,157 @@
+"""Lenient tool-call parsing from model text. Never executes anything: JSON only.
+
+Small models often write the call as text instead of using the tools field: a ```json block,
+``<tool_call>`` tags (Qwen/Hermes), or a bare JSON object. The parser finds calls in that order of
+precedence and records which format it found; text that claims a call (a tag or a json fence) but
+cannot be parsed is a :class:`ParseFailure`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from bench.models.types import ParsedCall, ParseFailure
+
+MAX_TEXT = 200_000  # characters scanned; a runaway generation is cut, not parsed forever
+_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+_FENCE = re.compile(r"```[ \t]*(json|tool_call|tool_code|JSON)?[ \t]*\n?(.*?)(?:```|$)", re.DOTALL)
+_NAME_KEYS = ("name", "tool", "tool_name", "function_name")
+_ARG_KEYS = ("arguments", "parameters", "args", "input", "params")
+
+
+@dataclass(frozen=True)
+class TextParse:
+    calls: tuple[ParsedCall, ...]
+    failures: tuple[ParseFailure, ...]
+    format: str | None
+
+
+def _snippet(text: str) -> str:
+    return text[:200]
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nesting too deep") from None
+    except json.JSONDecodeError:
+        repaired = _close_brackets(text)
+        if repaired is None:
+            raise
+        return json.loads(repaired)
+
+
+def _close_brackets(text: str) -> str | None:
+    """Small models often drop the last brace(s) of a call; add the missing closers, nothing else."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for ch in text.strip():
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]" and (not stack or stack.pop() != ch):
+            return None
+    if in_string or not stack or len(stack) > 3:
+        return None
+    return text.strip() + "".join(reversed(stack))
+
+
+def normalise_call(obj: Any, source: str, index: int) -> ParsedCall | ParseFailure:
+    """Turn one JSON value into a call: ``{"name", "arguments"}`` and its common variants."""
+    if not isinstance(obj, dict):
+        return ParseFailure(source, f"expected an object, got {type(obj).__name__}", _snippet(json.dumps(obj)[:200]))
+    if isinstance(obj.get("function"), dict):
+        obj = obj["function"]
+    name = next((obj[k] for k in _NAME_KEYS if isinstance(obj.get(k), str)), None)
+    if not name or not name.strip():
+        return ParseFailure(source, "no tool name", _snippet(json.dumps(obj, ensure_ascii=False)))
+    args: Any = next((obj[k] for k in _ARG_KEYS if k in obj), {})
+    error = None
+    if isinstance(args, str):
+        try:
+            args = _loads(args) if args.strip() else {}
+        except ValueError as exc:
+            error = f"arguments are not valid JSON: {exc}"
+    return ParsedCall(name=name.strip(), arguments=args, id=f"call_{index}", source=source, arguments_error=error)
+
+
+def _calls_from_value(value: Any, source: str, start: int) -> Iterator[ParsedCall | ParseFailure]:
+    items = value if isinstance(value, list) else [value]
+    for i, item in enumerate(items):
+        yield normalise_call(item, source, start + i)
+
+
+def _collect(chunks: list[str], source: str) -> tuple[list[ParsedCall], list[ParseFailure]]:
+    calls: list[ParsedCall] = []
+    failures: list[ParseFailure] = []
+    for chunk in chunks:
+        if not chunk.strip():
+            continue
+        try:
+            value = _loads(chunk)
+        except ValueError as exc:
+            failures.append(ParseFailure(source, f"invalid JSON: {exc}", _snippet(chunk)))
+            continue
+        for item in _calls_from_value(value, source, len(calls)):
+            (calls if isinstance(item, ParsedCall) else failures).append(item)  # type: ignore[arg-type]
+    return calls, failures
+
+
+def _bare_objects(text: str) -> Iterator[Any]:
+    decoder = json.JSONDecoder()
+    pos = text.find("{")
+    while pos != -1:
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            pos = text.find("{", pos + 1)
+            continue
+        yield value
+        pos = text.find("{", end)
+
+
+def parse_text_calls(text: str) -> TextParse:
+    """Find tool calls written as text: tags first, then json fences, then bare JSON objects."""
+    text = (text or "")[:MAX_TEXT]
+    if "<tool_call>" in text:
+        calls, failures = _collect(_TAG.findall(text), "tool_call_tag")
+        return TextParse(tuple(calls), tuple(failures), "tool_call_tag")
+    fences = _FENCE.findall(text)
+    if fences:
+        bodies = [body for _, body in fences]
+        calls, failures = _collect(bodies, "json_block")
+        if calls or any(lang for lang, _ in fences):
+            return TextParse(tuple(calls), tuple(failures), "json_block" if calls or failures else None)
+    calls = []
+    for value in _bare_objects(text):
+        if isinstance(value, dict) and (any(k in value for k in _NAME_KEYS) or "function" in value):
+            item = normalise_call(value, "bare_json", len(calls))
+            if isinstance(item, ParsedCall):
+                calls.append(item)
+    if calls:
+        return TextParse(tuple(calls), (), "bare_json")
+    start = text.find("{")
+    tail = text[start:].strip() if start != -1 else ""
+    if tail and any(f'"{k}"' in tail[:200] for k in _NAME_KEYS):
+        try:
+            value = _loads(tail)  # a truncated call: missing closing braces are repaired
+        except ValueError as exc:
+            return TextParse((), (ParseFailure("bare_json", f"invalid JSON: {exc}", _snippet(tail)),), "bare_json")
+        item = normalise_call(value, "bare_json", 0)
+        if isinstance(item, ParsedCall):
+            return TextParse((item,), (), "bare_json")
+        return TextParse((), (item,), "bare_json")
+    return TextParse((), (), None)

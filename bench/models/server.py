@@ -1,0 +1,191 @@
+"""The local model server: ``llama_cpp.server`` on 127.0.0.1, started and stopped by surfbench.
+
+A :class:`LocalServer` picks a free port, starts the server for one GGUF, waits until it answers, and
+stops it on exit, on error, on SIGINT or SIGTERM (the CLI turns SIGTERM into an exception so that
+``finally`` runs). The child also gets ``PR_SET_PDEATHSIG``: if the harness itself is killed with
+SIGKILL, the kernel ends the server too. No orphan process, ever.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from bench.paths import cache_root
+
+_RUNNING: set[LocalServer] = set()
+
+
+class ServerError(RuntimeError):
+    """The local server did not come up; the message carries the end of its log."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    PR_SET_PDEATHSIG = 1
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    model_path: Path
+    alias: str
+    n_ctx: int = 8192
+    n_threads: int = 2
+    chat_format: str | None = None
+    n_batch: int = 512
+
+
+class LocalServer:
+    def __init__(self, settings: ServerSettings, start_timeout: float = 180.0) -> None:
+        self.settings = settings
+        self.start_timeout = start_timeout
+        self.port = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = cache_root() / "logs" / f"llama-server-{settings.alias}-{os.getpid()}.log"
+        self._log: IO[bytes] | None = None
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def command(self) -> list[str]:
+        s = self.settings
+        cmd = [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(s.model_path), "--model_alias", s.alias,
+            "--host", "127.0.0.1", "--port", str(self.port),
+            "--n_ctx", str(s.n_ctx), "--n_threads", str(s.n_threads), "--n_threads_batch", str(s.n_threads),
+            "--n_batch", str(s.n_batch), "--verbose", "False",
+        ]  # fmt: skip
+        if s.chat_format:
+            cmd += ["--chat_format", s.chat_format]
+        return cmd
+
+    def start(self) -> LocalServer:
+        if self.proc is not None:
+            return self
+        try:
+            import llama_cpp  # noqa: F401
+        except ImportError:
+            raise ServerError(
+                "llama-cpp-python is not installed: `pip install 'llama-cpp-python[server]==0.3.36'` "
+                "(or `make setup`, which builds it once, about 5 minutes on 2 cores)"
+            ) from None
+        self.port = free_port()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(
+            self.command(),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        _RUNNING.add(self)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        url = f"{self.api_base}/models"
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise ServerError(f"llama server exited with code {self.proc.returncode}: {self.log_tail()}")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    if resp.status == 200 and json.loads(resp.read()).get("data") is not None:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError):
+                pass
+            time.sleep(0.2)
+        raise ServerError(f"llama server did not answer within {self.start_timeout:.0f} s: {self.log_tail()}")
+
+    def log_tail(self, lines: int = 8) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return "(no log)"
+        return " | ".join(text[-lines:]) + f" (log: {self.log_path})"
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        _RUNNING.discard(self)
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def __enter__(self) -> LocalServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def stop_all() -> None:
+    for server in list(_RUNNING):
+        server.stop()
+
+
+atexit.register(stop_all)
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: unwinds like KeyboardInterrupt so that every ``finally`` runs."""
+
+
+def install_signal_handlers() -> None:
+    """Turn SIGTERM into :class:`Terminated` (SIGINT already raises KeyboardInterrupt)."""
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise Terminated(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_term)

@@ -1,0 +1,93 @@
+"""Records that cross the model-client boundary: the request and the typed turn that comes back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from bench.wire import HasToolFields
+
+CallingMode = Literal["native", "prompted"]
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    """One tool call the model made, from the ``tool_calls`` field or parsed out of its text."""
+
+    name: str
+    """Tool name as the model wrote it."""
+    arguments: Any
+    """Parsed arguments (normally a dict); the raw string when it was not valid JSON."""
+    id: str = ""
+    """Call id (from the provider, or made up for calls parsed from text)."""
+    source: str = "tool_calls"
+    """Where it came from: ``tool_calls``, ``tool_call_tag``, ``json_block`` or ``bare_json``."""
+    arguments_error: str | None = None
+    """Why the arguments could not be parsed, when they could not."""
+
+
+@dataclass(frozen=True)
+class ParseFailure:
+    """Model output that claimed a tool call but could not be parsed."""
+
+    source: str
+    """The format it claimed (``tool_call_tag``, ``json_block``, ``bare_json``, ``tool_calls``)."""
+    reason: str
+    """What was wrong (``invalid JSON: ...``, ``no tool name``, ...)."""
+    snippet: str
+    """The start of the offending text (at most 200 characters)."""
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """Everything that determines a model's answer (and so the cache key)."""
+
+    messages: tuple[dict[str, Any], ...]
+    """OpenAI-format chat history (system, user, assistant with tool_calls, tool)."""
+    tools: tuple[HasToolFields, ...] = ()
+    """Tool specs this turn."""
+    mode: CallingMode = "native"
+    """``native``: tools in the request's tools field; ``prompted``: rendered into the system prompt."""
+    prompt_format: str = "hermes"
+    """Format used to render tools in ``prompted`` mode."""
+    temperature: float = 0.0
+    max_tokens: int = 512
+    seed: int | None = 0
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int | None = None
+    """As reported by the provider."""
+    completion_tokens: int | None = None
+    """As reported by the provider."""
+    cached_prompt_tokens: int | None = None
+    """Prompt tokens served from the provider's cache, where it reports them."""
+
+
+@dataclass(frozen=True)
+class ModelTurn:
+    """One model call's outcome."""
+
+    text: str
+    """Assistant text (with any tool-call markup the parser consumed still in it)."""
+    tool_calls: tuple[ParsedCall, ...] = ()
+    """Tool calls, native or parsed from text."""
+    parse_failures: tuple[ParseFailure, ...] = ()
+    """Text that claimed a tool call but could not be parsed."""
+    parse_format: str | None = None
+    """Which text format the lenient parser found calls in (None for native tool_calls or none)."""
+    usage: Usage = field(default_factory=Usage)
+    request_bytes: int = 0
+    """UTF-8 length of the JSON request body sent."""
+    request_bytes_source: str = "wire"
+    """``wire`` (measured on the HTTP request) or ``estimated`` (compact JSON of the body LiteLLM built)."""
+    latency_s: float = 0.0
+    """Wall time of the call (the original call's, for a cache hit)."""
+    cost_usd: float = 0.0
+    """From LiteLLM's local price map; 0 for local models."""
+    finish_reason: str | None = None
+    cache_hit: bool = False
+    """Served from surfbench's on-disk response cache."""
+    request_hash: str = ""
+    """Hash of the request (the cache key)."""

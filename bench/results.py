@@ -1,0 +1,180 @@
+"""The results store: ``results/<run>/`` with ``run.json``, parquet tables and a transcript per episode.
+
+Tables are parquet *datasets* (folders of part files): ``episodes.parquet/``, ``steps.parquet/``,
+``calls.parquet/``, one part per episode, each written to a temporary name and renamed into place.
+An episode's ``episodes`` part is written last: it is the commit marker. A killed run loses at most
+the episodes in flight; a re-run skips every committed episode and rewrites (same file names) the
+parts of any half-written one, so nothing is ever duplicated.
+
+``load_runs(...)`` is the stable interface for notebooks and reports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import re
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+TABLES = ("episodes", "steps", "calls")
+
+
+class ResultsError(RuntimeError):
+    """The results directory cannot be written (permissions, disk full): nothing was half-written."""
+
+
+def results_root() -> Path:
+    env = os.environ.get("SURFBENCH_RESULTS")
+    return Path(env) if env else Path.cwd() / "results"
+
+
+def safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:120] or "x"
+
+
+def _flatten(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Lists and dicts become JSON text so that every part has the same column types."""
+    out = {}
+    for key, value in row.items():
+        if isinstance(value, list | tuple | dict):
+            out[key] = json.dumps(value, ensure_ascii=False, default=str)
+        else:
+            out[key] = value
+    return out
+
+
+def _atomic_write_bytes(path: Path, writer: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        writer(tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ResultsError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+class RunStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def prepare(self) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            probe = self.root / ".write-probe"
+            probe.write_text("ok")
+            probe.unlink()
+        except OSError as exc:
+            raise ResultsError(
+                f"results directory {self.root} is not writable ({exc.strerror or exc}); "
+                "choose another with results_dir=... or free some space"
+            ) from None
+
+    def part(self, table: str, key: str) -> Path:
+        return self.root / f"{table}.parquet" / f"part-{safe_name(key)}.parquet"
+
+    def done_keys(self) -> set[str]:
+        folder = self.root / "episodes.parquet"
+        if not folder.is_dir():
+            return set()
+        return {p.name[len("part-") : -len(".parquet")] for p in folder.glob("part-*.parquet")}
+
+    def write_episode(
+        self,
+        key: str,
+        episode: Mapping[str, Any],
+        steps: Sequence[Mapping[str, Any]],
+        calls: Sequence[Mapping[str, Any]],
+        transcript: Iterable[str],
+    ) -> None:
+        import pandas as pd
+
+        text = "\n".join(transcript) + "\n"
+
+        def write_text(tmp: str) -> None:
+            Path(tmp).write_text(text, encoding="utf-8")
+
+        _atomic_write_bytes(self.root / "transcripts" / f"{safe_name(key)}.jsonl", write_text)
+        for table, rows in (("steps", steps), ("calls", calls)):
+            frame = pd.DataFrame([_flatten(r) for r in rows]) if rows else pd.DataFrame({"episode_key": []})
+            _atomic_write_bytes(self.part(table, key), lambda tmp, f=frame: f.to_parquet(tmp, index=False))
+        frame = pd.DataFrame([_flatten(episode)])
+        _atomic_write_bytes(self.part("episodes", key), lambda tmp: frame.to_parquet(tmp, index=False))
+
+    def write_run_info(self, info: Mapping[str, Any]) -> None:
+        path = self.root / "run.json"
+        existing: dict[str, Any] = {}
+        if path.is_file():
+            with contextlib.suppress(json.JSONDecodeError):
+                existing = json.loads(path.read_text())
+        merged = {**existing, **info}
+        cells = {json.dumps(c, sort_keys=True) for c in existing.get("cells", []) + list(info.get("cells", []))}
+        merged["cells"] = [json.loads(c) for c in sorted(cells)]
+        text = json.dumps(merged, indent=2, ensure_ascii=False, default=str) + "\n"
+        _atomic_write_bytes(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+def environment_info() -> dict[str, Any]:
+    """Versions, git commit and machine, for run.json."""
+    from importlib import metadata
+
+    versions: dict[str, str | None] = {}
+    for dist in ("surfbench", "litellm", "llama-cpp-python", "tiktoken", "numpy", "pandas"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = None
+    commit = None
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        proc = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent, timeout=5
+        )
+        commit = proc.stdout.strip() or None
+    return {
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "versions": versions,
+        "git_commit": commit,
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+        },
+    }
+
+
+def load_runs(runs: Iterable[str | Path], table: str = "episodes") -> Any:
+    """One DataFrame of ``table`` (episodes, steps or calls) over the given run folders.
+
+    JSON-encoded list columns (tags, error_types, ...) stay strings; ``json.loads`` them as needed.
+    """
+    import pandas as pd
+
+    if table not in TABLES:
+        raise ValueError(f"table must be one of {TABLES}, got {table!r}")
+    frames = []
+    for run in runs:
+        root = Path(run)
+        if not (root / "run.json").is_file():
+            raise ResultsError(f"{root} is not a surfbench run (no run.json)")
+        folder = root / f"{table}.parquet"
+        for part in sorted(folder.glob("part-*.parquet")) if folder.is_dir() else []:
+            frame = pd.read_parquet(part)
+            if len(frame):
+                if "run" not in frame.columns:
+                    frame.insert(0, "run", root.name)
+                frames.append(frame)
+    if not frames:
+        return pd.DataFrame()
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,229 @@
+"""Run one cell (suite x surface x model x calling mode x repeats) and write its episodes."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from bench.config import SurfaceConfig, surface_config
+from bench.episode import Complete, LoopSettings, run_episode, transcript_lines
+from bench.models import ModelConfig, ModelPool, model_config
+from bench.records import EpisodeTrace
+from bench.results import RunStore, safe_name
+from bench.scorer import EpisodeScore, score_episode
+from bench.suite import Suite, Task, load_suite
+from surfaces import Surface, build_surface
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    suite: str
+    surface: str
+    model: str
+    split: str | None = "dev"
+    tasks: tuple[str, ...] = ()
+    limit: int | None = None
+    repeats: int = 1
+    mode: str | None = None
+    """Calling mode override (``native`` / ``prompted``); default: the model config's."""
+    max_steps: int | None = None
+
+    def label(self) -> str:
+        mode = f"/{self.mode}" if self.mode else ""
+        return f"{self.suite}/{self.surface}/{self.model}{mode}"
+
+
+@dataclass
+class Cell:
+    """A cell resolved: suite, surface and model loaded and checked, before anything runs."""
+
+    spec: CellSpec
+    suite: Suite
+    surface_cfg: SurfaceConfig
+    surface: Surface
+    model_cfg: ModelConfig
+    tasks: list[Task]
+    mode: str
+    settings: LoopSettings = field(init=False)
+
+    def __post_init__(self) -> None:
+        m = self.model_cfg
+        self.settings = LoopSettings(
+            max_steps=self.spec.max_steps or self.suite.max_steps,
+            mode=self.mode,
+            prompt_format=m.prompt_format,
+            temperature=m.temperature,
+            max_tokens=m.max_tokens,
+            seed=m.seed,
+        )
+
+    def episode_key(self, task: Task, repeat: int) -> str:
+        return safe_name(
+            f"{self.suite.name}__{self.surface_cfg.name}__{self.model_cfg.name}__{self.mode}__{task.id}__r{repeat}"
+        )
+
+
+def resolve_cell(spec: CellSpec) -> Cell:
+    """Load and check everything a cell needs (fails fast, before any model call)."""
+    suite = load_suite(spec.suite)
+    surface_cfg = surface_config(spec.surface)
+    surface = build_surface(suite.catalog, surface_cfg.kind, surface_cfg.params, name=surface_cfg.name)
+    model_cfg = model_config(spec.model)
+    tasks = suite.select(spec.split, list(spec.tasks) or None, spec.limit)
+    mode = spec.mode or model_cfg.mode
+    if mode not in ("native", "prompted"):
+        raise ValueError(f"mode must be 'native' or 'prompted', got {mode!r}")
+    return Cell(spec, suite, surface_cfg, surface, model_cfg, tasks, mode)
+
+
+def _mean(values: Sequence[float | int | None]) -> float | None:
+    clean = [v for v in values if v is not None]
+    return round(statistics.fmean(clean), 3) if clean else None
+
+
+def _total(values: Sequence[int | None]) -> int | None:
+    clean = [v for v in values if v is not None]
+    return sum(clean) if clean else None
+
+
+def episode_rows(
+    cell: Cell, task: Task, repeat: int, trace: EpisodeTrace, score: EpisodeScore, run: str
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    key = cell.episode_key(task, repeat)
+    steps = trace.steps
+    first_pos = {ft.call_position: ft for ft in score.first_tries if ft.call_position is not None}
+    episode = {
+        "episode_key": key,
+        "run": run,
+        "suite": cell.suite.name,
+        "task_id": task.id,
+        "split": task.split,
+        "tags": list(task.tags),
+        "surface": cell.surface_cfg.name,
+        "surface_kind": cell.surface_cfg.kind,
+        "model": cell.model_cfg.name,
+        "params_b": cell.model_cfg.params_b,
+        "mode": cell.mode,
+        "repeat": repeat,
+        "catalog_hash": cell.suite.catalog.content_hash,
+        "round_trips": score.round_trips,
+        "overhead_round_trips": score.overhead_round_trips,
+        "expected_calls": score.expected_calls,
+        "first_try_correct": score.first_try_correct,
+        "first_try_accuracy": score.first_try_accuracy,
+        "first_tries": [
+            {"op": ft.operation, "correct": ft.correct, "error_type": ft.error_type} for ft in score.first_tries
+        ],
+        "selection_correct": score.selection_correct,
+        "success": score.success,
+        "calls_ok": score.calls_ok,
+        "state_ok": score.state_ok,
+        "answer_ok": score.answer_ok,
+        "refuse_ok": score.refuse_ok,
+        "recovered_after_error": score.recovered_after_error,
+        "failed_first_tries": score.failed_first_tries,
+        "boundary_violations": score.boundary_violations,
+        "protocol_violations": score.protocol_violations,
+        "parse_failures": score.parse_failures,
+        "meta_calls": score.meta_calls,
+        "operation_calls": score.operation_calls,
+        "stable_prefix": score.stable_prefix,
+        "prompt_tokens_total": _total([s.prompt_tokens for s in steps]),
+        "prompt_tokens_per_step": _mean([s.prompt_tokens for s in steps]),
+        "prompt_tokens_est_per_step": _mean([s.prompt_tokens_est for s in steps]),
+        "cached_prompt_tokens_total": _total([s.cached_prompt_tokens for s in steps]),
+        "completion_tokens_total": _total([s.completion_tokens for s in steps]),
+        "request_bytes_per_step": _mean([s.request_bytes for s in steps]),
+        "tool_block_bytes_first": steps[0].tool_block_bytes if steps else None,
+        "tools_shown_first": steps[0].tools_shown if steps else None,
+        "latency_s": round(sum(s.latency_s for s in steps), 3),
+        "wall_s": round(trace.wall_s, 3),
+        "cost_usd": round(sum(s.cost_usd for s in steps), 6),
+        "cache_hits": sum(1 for s in steps if s.cache_hit),
+        "error_types": list(score.error_types),
+        "failures": list(score.failures),
+        "final_text": trace.final_text,
+        "error": trace.error,
+        "traceback": trace.traceback,
+    }
+    step_rows = [{"episode_key": key, **asdict(s)} for s in steps]
+    call_rows = []
+    for pos, c in enumerate(trace.calls):
+        ft = first_pos.get(pos)
+        row = {"episode_key": key, **asdict(c)}
+        row["first_try_for"] = ft.operation if ft else None
+        row["first_try_correct"] = ft.correct if ft else None
+        call_rows.append(row)
+    return episode, step_rows, call_rows
+
+
+ProgressFn = Callable[[Cell, int, int, dict[str, Any] | None], None]
+
+
+def run_cell(
+    cell: Cell,
+    pool: ModelPool,
+    store: RunStore,
+    run_name: str,
+    progress: ProgressFn | None = None,
+    client: Complete | None = None,
+) -> list[dict[str, Any]]:
+    """Run every (task, repeat) of the cell not already in the store; return all its episode rows."""
+    done = store.done_keys()
+    todo = [(t, r) for t in cell.tasks for r in range(cell.spec.repeats) if cell.episode_key(t, r) not in done]
+    total = len(cell.tasks) * cell.spec.repeats
+    finished = total - len(todo)
+    if progress:
+        progress(cell, finished, total, None)
+    if not todo:
+        return []
+    model: Complete = client or pool.client(cell.model_cfg)
+    catalog = cell.suite.catalog
+
+    def schema_of(name: str) -> dict[str, Any] | None:
+        op = catalog.get(name)
+        return op.parameters if op else None
+
+    rows = []
+    for task, repeat in todo:
+        backend = cell.suite.new_backend(task)
+        session = cell.surface.session(task.turns[0])
+        trace = run_episode(task, session, backend, model, cell.settings, cell.suite.system_prompt, schema_of)
+        score = score_episode(task, trace, catalog)
+        episode, steps, calls = episode_rows(cell, task, repeat, trace, score, run_name)
+        store.write_episode(episode["episode_key"], episode, steps, calls, transcript_lines(trace))
+        rows.append(episode)
+        finished += 1
+        if progress:
+            progress(cell, finished, total, episode)
+    return rows
+
+
+def plain_progress(stream: Any = sys.stderr) -> ProgressFn:
+    """One line per episode: counts, outcome, ETA (the live bar of the sweep builds on this)."""
+    started: dict[str, tuple[float, int]] = {}
+
+    def report(cell: Cell, done: int, total: int, episode: dict[str, Any] | None) -> None:
+        label = cell.spec.label()
+        if episode is None:
+            started[label] = (time.perf_counter(), done)
+            print(f"{label}: {done}/{total} episodes already done", file=stream, flush=True)
+            return
+        t0, done0 = started.get(label, (time.perf_counter(), 0))
+        ran = max(done - done0, 1)
+        eta = (time.perf_counter() - t0) / ran * (total - done)
+        mark = "ok " if episode["success"] else "BAD"
+        ftc = f"{episode['first_try_correct']}/{episode['expected_calls']}"
+        err = f" error={episode['error']}" if episode.get("error") else ""
+        print(
+            f"[{done}/{total}] {label} {episode['task_id']}: {mark} first-try {ftc}, "
+            f"{episode['round_trips']} steps, {episode['wall_s']:.1f}s, ETA {eta:.0f}s{err}",
+            file=stream,
+            flush=True,
+        )
+
+    return report

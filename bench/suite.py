@@ -1,0 +1,339 @@
+"""Suites: ``tasks/<suite>/suite.yaml`` plus task files (YAML or JSONL). Unknown keys are errors.
+
+suite.yaml::
+
+    name: forge
+    description: ...
+    catalog: backend.py:ForgeBackend    # a catalog file, or a Python backend class (file.py:Class)
+    catalog_format: null                # when the file's shape is ambiguous
+    backend: backend.py:ForgeBackend    # or omitted / none: canned results from the task file
+    system_prompt: "..."
+    max_steps: 6
+    tasks: [tasks.yaml]
+
+A task::
+
+    id: hot-issue-get
+    split: dev                          # dev | test
+    tags: [hot, single]                 # hot|cold, single|multi, arg-heavy, near-miss, should-refuse
+    turns: ["Show me issue 3 of acme/web"]
+    scenario: default                   # backend scenario
+    expected:                           # canonical calls, BFCL-style matchers (see bench.matchers)
+      - {op: issue_get, args: {owner: acme, repo: web, index: 3}}
+    order: ordered                      # ordered | any
+    state: [{path: repos.acme/web.issues.3.state, equals: closed}]
+    answer: {contains: ["open"]}
+    canned: {issue_get: {...}}          # results for suites without a backend
+    refuse: false                       # should-refuse: no operation can serve it
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.backend import Backend, CannedBackend
+from bench.catalog import Catalog, CatalogError
+from bench.config import ConfigError
+from bench.importers import load_catalog
+from bench.importers.pycallable import load_module
+from bench.validation import closest
+
+SUITE_KEYS = {"name", "description", "catalog", "catalog_format", "backend", "system_prompt", "max_steps", "tasks"}
+TASK_KEYS = {
+    "id", "split", "tags", "turns", "scenario", "expected", "order", "state", "answer", "canned", "refuse",
+    "require_calls", "note",
+}  # fmt: skip
+CALL_KEYS = {"op", "args", "oracle_args"}
+STATE_KEYS = {"path", "equals", "exists", "contains", "match", "len"}
+ANSWER_KEYS = {"contains", "any_of", "regex", "not_contains"}
+SPLITS = ("dev", "test")
+TAGS = {
+    "hot", "cold", "single", "multi", "arg-heavy", "near-miss", "should-refuse", "read", "write", "multi-turn",
+}  # fmt: skip
+DEFAULT_SYSTEM = (
+    "You are an assistant that acts through the tools you are given. Use the tools to do what the user "
+    "asks, then answer briefly in plain text. If no tool can do it, say so."
+)
+
+
+class SuiteError(ConfigError):
+    """A malformed suite or task file: names the file, the task and the field."""
+
+
+@dataclass(frozen=True)
+class ExpectedCall:
+    op: str
+    """Canonical operation expected."""
+    args: dict[str, Any] = field(default_factory=dict)
+    """Argument matchers (BFCL style)."""
+    oracle_args: dict[str, Any] | None = None
+    """Concrete arguments for the oracle replay, where the matchers do not pin one value."""
+
+
+@dataclass(frozen=True)
+class StateCheck:
+    path: tuple[str, ...]
+    """Keys from the state's root; written ``a.b.c`` or, when a key has a dot, as a list."""
+    equals: Any = None
+    exists: bool | None = None
+    contains: Any = None
+    match: Any = None
+    len: int | None = None
+    has_equals: bool = False
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    turns: tuple[str, ...]
+    split: str = "dev"
+    tags: tuple[str, ...] = ()
+    scenario: str | None = None
+    expected: tuple[ExpectedCall, ...] = ()
+    order: str = "ordered"
+    state: tuple[StateCheck, ...] = ()
+    answer: dict[str, Any] = field(default_factory=dict)
+    canned: dict[str, Any] = field(default_factory=dict)
+    refuse: bool = False
+    require_calls: bool | None = None
+    """Whether expected calls must be matched for success; default: when there are no state checks."""
+    note: str = ""
+    source: str = ""
+
+    @property
+    def needs_calls(self) -> bool:
+        return self.require_calls if self.require_calls is not None else not self.state
+
+
+@dataclass
+class Suite:
+    name: str
+    folder: Path
+    catalog_spec: str
+    catalog_format: str | None
+    backend_spec: str | None
+    system_prompt: str
+    max_steps: int
+    tasks: list[Task]
+    description: str = ""
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        return load_catalog(self.catalog_spec, fmt=self.catalog_format, name=self.name)
+
+    def new_backend(self, task: Task) -> Backend:
+        """A fresh backend for one episode, reset to the task's scenario."""
+        if self.backend_spec is None:
+            canned: Backend = CannedBackend(task.canned)
+            canned.reset(task.scenario)
+            return canned
+        module_name, _, attr = self.backend_spec.rpartition(":")
+        cls = getattr(load_module(module_name, str(self.folder / "suite.yaml")), attr)
+        backend: Backend = cls()
+        backend.reset(task.scenario)
+        return backend
+
+    def select(self, split: str | None = None, ids: list[str] | None = None, limit: int | None = None) -> list[Task]:
+        tasks = [t for t in self.tasks if split in (None, "all") or t.split == split]
+        if ids:
+            known = {t.id for t in self.tasks}
+            unknown = [i for i in ids if i not in known]
+            if unknown:
+                near = closest(unknown[0], known)
+                tip = f"; did you mean {', '.join(near)}?" if near else ""
+                raise SuiteError(f"suite {self.name!r}: no task {unknown[0]!r}{tip}")
+            tasks = [t for t in tasks if t.id in ids]
+        return tasks[:limit] if limit else tasks
+
+
+def suites_root() -> Path:
+    return Path(__file__).resolve().parent.parent / "tasks"
+
+
+def suite_names() -> list[str]:
+    return sorted(p.parent.name for p in suites_root().glob("*/suite.yaml"))
+
+
+def _resolve(folder: Path, spec: str) -> str:
+    """Paths in suite.yaml are relative to the suite folder (``file.py:Class`` included)."""
+    head, sep, attr = spec.rpartition(":") if ":" in spec else (spec, "", "")
+    candidate = folder / head
+    if candidate.exists():
+        return f"{candidate}{sep}{attr}"
+    return spec
+
+
+def load_suite(name_or_path: str) -> Suite:
+    folder = Path(name_or_path)
+    if not (folder / "suite.yaml").is_file():
+        folder = suites_root() / name_or_path
+    path = folder / "suite.yaml"
+    if not path.is_file():
+        near = closest(name_or_path, suite_names())
+        tip = f"; did you mean {', '.join(near)}?" if near else ""
+        raise SuiteError(f"no suite {name_or_path!r} (no {path}){tip} known: {', '.join(suite_names())}")
+    data = _read_yaml(path)
+    if not isinstance(data, Mapping):
+        raise SuiteError(f"{path}: expected a mapping")
+    _no_unknown(data, SUITE_KEYS, f"{path}")
+    for key in ("catalog", "tasks"):
+        if key not in data:
+            raise SuiteError(f"{path}: field {key!r} is required")
+    backend = data.get("backend")
+    backend_spec = None if backend in (None, "none") else _resolve(folder, str(backend))
+    task_files = data["tasks"] if isinstance(data["tasks"], list) else [data["tasks"]]
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    for rel in task_files:
+        for task in load_tasks(folder / str(rel)):
+            if task.id in seen:
+                raise SuiteError(f"{task.source}: task {task.id!r}: duplicate id")
+            seen.add(task.id)
+            tasks.append(task)
+    suite = Suite(
+        name=str(data.get("name", folder.name)),
+        folder=folder,
+        catalog_spec=_resolve(folder, str(data["catalog"])),
+        catalog_format=data.get("catalog_format"),
+        backend_spec=backend_spec,
+        system_prompt=str(data.get("system_prompt") or DEFAULT_SYSTEM),
+        max_steps=int(data.get("max_steps", 6)),
+        tasks=tasks,
+        description=str(data.get("description", "")),
+    )
+    _check_against_catalog(suite, path)
+    return suite
+
+
+def _check_against_catalog(suite: Suite, path: Path) -> None:
+    try:
+        catalog = suite.catalog
+    except CatalogError as exc:
+        raise SuiteError(f"{path}: catalog: {exc}") from None
+    for task in suite.tasks:
+        for call in task.expected:
+            if call.op not in catalog:
+                near = closest(call.op, catalog.names)
+                tip = f" (did you mean {', '.join(near)}?)" if near else ""
+                raise SuiteError(f"{task.source}: task {task.id!r}: expected op {call.op!r} not in the catalog{tip}")
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SuiteError(f"{path}: file not found") from None
+    except yaml.YAMLError as exc:
+        raise SuiteError(f"{path}: invalid YAML: {exc}".replace("\n", " ")) from None
+
+
+def _no_unknown(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        near = closest(unknown[0], allowed)
+        tip = f" (did you mean {near[0]!r}?)" if near else ""
+        raise SuiteError(f"{where}: unknown key {unknown[0]!r}{tip}; allowed: {', '.join(sorted(allowed))}")
+
+
+def load_tasks(path: Path) -> list[Task]:
+    if path.suffix == ".jsonl":
+        rows = []
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            raise SuiteError(f"{path}: file not found") from None
+        for n, line in enumerate(lines, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise SuiteError(f"{path}: line {n}: invalid JSON: {exc.msg}") from None
+    else:
+        rows = _read_yaml(path) or []
+        if isinstance(rows, Mapping) and "tasks" in rows:
+            rows = rows["tasks"]
+    if not isinstance(rows, list):
+        raise SuiteError(f"{path}: expected a list of tasks")
+    return [_task(row, path, i) for i, row in enumerate(rows)]
+
+
+def _task(row: Any, path: Path, index: int) -> Task:
+    if not isinstance(row, Mapping):
+        raise SuiteError(f"{path}: task #{index + 1}: expected a mapping")
+    task_id = row.get("id")
+    where = f"{path}: task {task_id!r}" if task_id else f"{path}: task #{index + 1}"
+    if not isinstance(task_id, str) or not task_id:
+        raise SuiteError(f"{where}: field 'id' is required")
+    _no_unknown(row, TASK_KEYS, where)
+    turns = row.get("turns")
+    if isinstance(turns, str):
+        turns = [turns]
+    if not turns or not all(isinstance(t, str) and t.strip() for t in turns):
+        raise SuiteError(f"{where}: field 'turns' needs one or more non-empty user messages")
+    split = row.get("split", "dev")
+    if split not in SPLITS:
+        raise SuiteError(f"{where}: split must be one of {SPLITS}, got {split!r}")
+    tags = tuple(row.get("tags") or ())
+    bad = [t for t in tags if t not in TAGS]
+    if bad:
+        raise SuiteError(f"{where}: unknown tag {bad[0]!r}; known: {', '.join(sorted(TAGS))}")
+    order = row.get("order", "ordered")
+    if order not in ("ordered", "any"):
+        raise SuiteError(f"{where}: order must be 'ordered' or 'any', got {order!r}")
+    expected = []
+    for i, call in enumerate(row.get("expected") or []):
+        if not isinstance(call, Mapping) or "op" not in call:
+            raise SuiteError(f"{where}: expected[{i}] needs an 'op'")
+        _no_unknown(call, CALL_KEYS, f"{where}: expected[{i}]")
+        args = call.get("args") or {}
+        if not isinstance(args, Mapping):
+            raise SuiteError(f"{where}: expected[{i}].args must be a mapping of argument matchers")
+        expected.append(ExpectedCall(str(call["op"]), dict(args), call.get("oracle_args")))
+    state = []
+    for i, check in enumerate(row.get("state") or []):
+        if not isinstance(check, Mapping) or "path" not in check:
+            raise SuiteError(f"{where}: state[{i}] needs a 'path'")
+        _no_unknown(check, STATE_KEYS, f"{where}: state[{i}]")
+        raw_path = check["path"]
+        parts = tuple(str(p) for p in raw_path) if isinstance(raw_path, list) else tuple(str(raw_path).split("."))
+        state.append(
+            StateCheck(
+                path=parts,
+                equals=check.get("equals"),
+                exists=check.get("exists"),
+                contains=check.get("contains"),
+                match=check.get("match"),
+                len=check.get("len"),
+                has_equals="equals" in check,
+            )
+        )
+    answer = row.get("answer") or {}
+    if not isinstance(answer, Mapping):
+        raise SuiteError(f"{where}: answer must be a mapping")
+    _no_unknown(answer, ANSWER_KEYS, f"{where}: answer")
+    refuse = bool(row.get("refuse", False)) or "should-refuse" in tags
+    if refuse and expected:
+        raise SuiteError(f"{where}: a should-refuse task cannot have expected calls")
+    return Task(
+        id=task_id,
+        turns=tuple(turns),
+        split=split,
+        tags=tags,
+        scenario=row.get("scenario"),
+        expected=tuple(expected),
+        order=order,
+        state=tuple(state),
+        answer=dict(answer),
+        canned=dict(row.get("canned") or {}),
+        refuse=refuse,
+        require_calls=row.get("require_calls"),
+        note=str(row.get("note", "")),
+        source=str(path),
+    )
