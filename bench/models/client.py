@@ -14,6 +14,7 @@ import os
 import threading
 import time
 from dataclasses import asdict
+from collections.abc import Callable
 from typing import Any
 
 from bench.models.cache import ResponseCache, request_hash
@@ -82,9 +83,13 @@ class LiteLLMClient:
         backoff_s: float = 1.0,
         timeout_s: float = 600.0,
         is_local: bool = False,
+        start: Callable[[], str] | None = None,
+        identity: str = "",
     ) -> None:
         self.model = model
         self.api_base = api_base
+        self._start = start
+        self.identity = identity or model
         self.api_key = api_key
         self.cache = cache
         self.retries = retries
@@ -119,7 +124,9 @@ class LiteLLMClient:
     # -- the call -------------------------------------------------------------------------------
     def complete(self, req: ModelRequest) -> ModelTurn:
         payload = self.wire_payload(req)
-        key = request_hash({"endpoint": self.api_base or "", "mode": req.mode, "fmt": req.prompt_format, **payload})
+        # a local server's port changes from run to run: the weights' hash stands for the endpoint
+        endpoint = self.identity if self.is_local else f"{self.identity}@{self.api_base or ''}"
+        key = request_hash({"endpoint": endpoint, "mode": req.mode, "fmt": req.prompt_format, **payload})
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
@@ -130,6 +137,9 @@ class LiteLLMClient:
         return turn
 
     def _call_with_retries(self, payload: dict[str, Any], key: str) -> ModelTurn:
+        if self._start is not None:  # a local server starts on the first request the cache cannot answer
+            self.api_base = self._start()
+            self._start = None
         litellm = litellm_module()
         attempt = 0
         while True:

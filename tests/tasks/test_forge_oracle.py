@@ -93,3 +93,28 @@ def test_suite_shape():
     top = SUITE.catalog.by_weight()[:15]
     share = sum(op.weight for op in top) / sum(op.weight for op in SUITE.catalog.operations)
     assert abs(share - 0.70) < 0.01
+
+
+def test_code_free_suite_runs_on_canned_results():
+    suite = load_suite("notes_mcp")
+    assert suite.backend_spec is None and len(suite.catalog) == 8
+    task = next(t for t in suite.tasks if t.id == "search-then-tag")
+    script = [
+        call_turn(("notes_search", {"query": "dentist"})),
+        call_turn(("notes_tag", {"id": "n5", "tags": ["health"]})),
+        text_turn("Tagged."),
+    ]
+    backend = suite.new_backend(task)
+    trace = run_episode(
+        task, build_surface(suite.catalog, "dispatcher").session(task.turns[0]), backend, ScriptedClient(script),
+        LoopSettings(), suite.system_prompt, lambda n: suite.catalog[n].parameters,
+    )  # fmt: skip
+    score = score_episode(task, trace, suite.catalog)
+    assert score.boundary_violations == 2  # typed calls on the dispatcher surface are rejected
+    assert not score.success
+    trace = run_episode(
+        task, build_surface(suite.catalog, "full").session(task.turns[0]), suite.new_backend(task),
+        ScriptedClient(script), LoopSettings(), suite.system_prompt, lambda n: suite.catalog[n].parameters,
+    )  # fmt: skip
+    score = score_episode(task, trace, suite.catalog)
+    assert score.success and '"n5"' in trace.calls[0].result

@@ -1,0 +1,73 @@
+"""SIGINT and SIGTERM to a running harness leave no model server behind; so does SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.e2e.conftest import require_local_model
+
+pytestmark = pytest.mark.e2e
+MODEL = "qwen2.5-coder-0.5b-instruct"  # the default model: the one `make test` pulls
+
+
+def servers_of(parent: int) -> list[int]:
+    out = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if b"llama_cpp.server" in cmd and ppid == parent:
+            out.append(int(proc.name))
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_no_server_left_after_signal(sig: int, tmp_path: Path):
+    require_local_model(MODEL)
+    cmd = [
+        sys.executable, "-m", "bench.cli", "run", "suite=forge", "surface=core", f"model={MODEL}", "split=all",
+        "no_cache=true", f"results_dir={tmp_path}", "run=signal",
+    ]  # fmt: skip
+    harness = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        servers: list[int] = []
+        while time.monotonic() < deadline and not servers:
+            assert harness.poll() is None, harness.stdout.read() if harness.stdout else ""
+            servers = servers_of(harness.pid)
+            time.sleep(0.2)
+        assert servers, "the harness never started a server"
+        time.sleep(3)  # let it get into the episode loop
+        harness.send_signal(sig)
+        harness.wait(timeout=60)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(alive(p) for p in servers):
+            time.sleep(0.2)
+        assert not any(alive(p) for p in servers), f"server {servers} outlived the harness after {sig!r}"
+        if sig != signal.SIGKILL:
+            assert harness.returncode in (130, 143), harness.returncode
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+        for pid in servers_of(os.getpid()):
+            os.kill(pid, signal.SIGKILL)
