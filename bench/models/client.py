@@ -13,8 +13,8 @@ import json
 import os
 import threading
 import time
-from dataclasses import asdict
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
 from bench.models.cache import ResponseCache, request_hash

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from bench.episode import LoopSettings, run_episode
-from bench.models.scripted import ScriptedClient, call_turn, text_turn
+from bench.models.scripted import ScriptedClient
 from bench.scorer import EpisodeScore, score_episode
 from bench.suite import load_suite
 from surfaces import build_surface
