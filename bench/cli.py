@@ -37,78 +37,10 @@ def _surfaces(args: argparse.Namespace) -> int:
     return 0
 
 
-RUN_KEYS = {
-    "suite", "surface", "model", "split", "tasks", "limit", "repeats", "mode", "max_steps", "run", "results_dir",
-    "no_cache",
-}  # fmt: skip
-
-
-def parse_overrides(items: Sequence[str]) -> dict[str, str]:
-    """``key=value`` arguments (Hydra's override syntax for plain values)."""
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"expected key=value, got {item!r} (keys: {', '.join(sorted(RUN_KEYS))})")
-        if key not in RUN_KEYS:
-            from bench.validation import closest
-
-            near = closest(key, RUN_KEYS)
-            tip = f"; did you mean {near[0]}?" if near else ""
-            raise UsageError(f"unknown setting {key!r}{tip} (known: {', '.join(sorted(RUN_KEYS))})")
-        out[key] = value
-    return out
-
-
 def _run(args: argparse.Namespace) -> int:
-    from bench.metrics import format_summary, summarize_cell
-    from bench.models import ModelPool
-    from bench.models.cache import ResponseCache
-    from bench.models.server import install_signal_handlers
-    from bench.results import RunStore, environment_info, results_root
-    from bench.runner import CellSpec, plain_progress, resolve_cell, run_cell
+    from bench.sweep import main as sweep_main
 
-    opts = parse_overrides(args.overrides)
-    spec = CellSpec(
-        suite=opts.get("suite", "forge"),
-        surface=opts.get("surface", "dispatcher"),
-        model=opts.get("model", "qwen2.5-coder-0.5b-instruct"),
-        split=opts.get("split", "dev"),
-        tasks=tuple(t for t in opts.get("tasks", "").split(",") if t),
-        limit=int(opts["limit"]) if "limit" in opts else None,
-        repeats=int(opts.get("repeats", 1)),
-        mode=opts.get("mode"),
-        max_steps=int(opts["max_steps"]) if "max_steps" in opts else None,
-    )
-    cell = resolve_cell(spec)
-    run_name = opts.get("run") or f"{spec.suite}-{spec.split}-{spec.surface}-{spec.model}"
-    root = Path(opts["results_dir"]) if "results_dir" in opts else results_root()
-    store = RunStore(root / run_name)
-    store.prepare()
-    store.write_run_info(
-        {
-            **environment_info(),
-            "catalog_hash": cell.suite.catalog.content_hash,
-            "cells": [vars(spec) | {"tasks": list(spec.tasks)}],
-        }
-    )
-    install_signal_handlers()
-    cache = None if opts.get("no_cache", "false").lower() in ("1", "true", "yes") else ResponseCache()
-    print(f"run {run_name}: {len(cell.tasks)} task(s) x {spec.repeats} -> {store.root}", file=sys.stderr)
-    with ModelPool(cache) as pool:
-        run_cell(cell, pool, store, run_name, progress=plain_progress())
-    from bench.results import load_runs
-
-    frame = load_runs([store.root])
-    mine = frame[
-        (frame["surface"] == spec.surface)
-        & (frame["model"] == spec.model)
-        & (frame["mode"] == cell.mode)  # frame.mode would be DataFrame.mode()
-        & frame["task_id"].isin([t.id for t in cell.tasks])
-    ]
-    print(f"{cell.spec.label()} ({cell.mode}), {len(cell.tasks)} tasks, results in {store.root}")
-    print(format_summary(summarize_cell(mine.to_dict("records"))))
-    return 0
+    return sweep_main(args.overrides)
 
 
 def _models(args: argparse.Namespace) -> int:
@@ -166,8 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=int, default=1536, help="help payload budget in bytes (default 1536)")
     p.set_defaults(func=_surfaces)
 
-    p = sub.add_parser("run", help="run one cell: suite=... surface=... model=... [split=dev limit=N repeats=N ...]")
-    p.add_argument("overrides", nargs="*", help="key=value settings (Hydra override syntax)")
+    p = sub.add_parser(
+        "run",
+        help="run one cell, or a sweep with -m: suite=... surface=... model=... [split=dev limit=N repeats=N ...]",
+        prefix_chars="\0",  # every argument (-m, --cfg job, key=value) belongs to Hydra
+    )
+    p.add_argument("overrides", nargs="*", help="Hydra overrides: key=value, -m for a sweep, +sweep=NAME presets")
     p.set_defaults(func=_run)
 
     p = sub.add_parser("models", help="list embedded local models, or pull one: surfbench models pull NAME")

@@ -12,6 +12,7 @@ parts of any half-written one, so nothing is ever duplicated.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import platform
@@ -114,16 +115,21 @@ class RunStore:
         _atomic_write_bytes(self.part("episodes", key), lambda tmp: frame.to_parquet(tmp, index=False))
 
     def write_run_info(self, info: Mapping[str, Any]) -> None:
+        """Merge ``info`` into run.json; cells accumulate (parallel sweep jobs take a lock)."""
         path = self.root / "run.json"
-        existing: dict[str, Any] = {}
-        if path.is_file():
-            with contextlib.suppress(json.JSONDecodeError):
-                existing = json.loads(path.read_text())
-        merged = {**existing, **info}
-        cells = {json.dumps(c, sort_keys=True) for c in existing.get("cells", []) + list(info.get("cells", []))}
-        merged["cells"] = [json.loads(c) for c in sorted(cells)]
-        text = json.dumps(merged, indent=2, ensure_ascii=False, default=str) + "\n"
-        _atomic_write_bytes(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+        with open(self.root / ".run.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            existing: dict[str, Any] = {}
+            if path.is_file():
+                with contextlib.suppress(json.JSONDecodeError):
+                    existing = json.loads(path.read_text())
+            merged = {**existing, **info}
+            for key in ("catalog_hashes",):
+                merged[key] = {**existing.get(key, {}), **info.get(key, {})}
+            cells = {json.dumps(c, sort_keys=True) for c in existing.get("cells", []) + list(info.get("cells", []))}
+            merged["cells"] = [json.loads(c) for c in sorted(cells)]
+            text = json.dumps(merged, indent=2, ensure_ascii=False, default=str) + "\n"
+            _atomic_write_bytes(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
 def environment_info() -> dict[str, Any]:

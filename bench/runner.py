@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import statistics
-import sys
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from bench.config import SurfaceConfig, surface_config
@@ -31,6 +30,8 @@ class CellSpec:
     mode: str | None = None
     """Calling mode override (``native`` / ``prompted``); default: the model config's."""
     max_steps: int | None = None
+    order: str = "cache"
+    """``cache``: episodes whose requests share a prefix run back to back; ``naive``: task order."""
 
     def label(self) -> str:
         mode = f"/{self.mode}" if self.mode else ""
@@ -77,6 +78,8 @@ def resolve_cell(spec: CellSpec) -> Cell:
     mode = spec.mode or model_cfg.mode
     if mode not in ("native", "prompted"):
         raise ValueError(f"mode must be 'native' or 'prompted', got {mode!r}")
+    if spec.order not in ("cache", "naive"):
+        raise ValueError(f"order must be 'cache' or 'naive', got {spec.order!r}")
     return Cell(spec, suite, surface_cfg, surface, model_cfg, tasks, mode)
 
 
@@ -164,6 +167,37 @@ def episode_rows(
 ProgressFn = Callable[[Cell, int, int, dict[str, Any] | None], None]
 
 
+def _prefix_signature(cell: Cell, task: Task) -> str:
+    """What the first request's prefix depends on: the first turn's tools (and the system text)."""
+    session = cell.surface.session(task.turns[0])
+    tools = session.tools()
+    blob = session.system_text() + "".join(f"{t.name}\x00{t.description}\x00{t.parameters}" for t in tools)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def episode_order(cell: Cell) -> list[tuple[Task, int]]:
+    """The order episodes run in.
+
+    ``naive``: every task once, then every task again for the next repeat. ``cache``: tasks whose first
+    requests share a prefix (the same tools shown) follow each other, and a task's repeats run back to
+    back, so the local server's KV cache (which holds only the last prompt) is reused.
+    """
+    repeats = range(cell.spec.repeats)
+    if cell.spec.order == "naive":
+        return [(t, r) for r in repeats for t in cell.tasks]
+    if cell.surface.request_dependent:
+        first_seen: dict[str, int] = {}
+        keyed = []
+        for i, task in enumerate(cell.tasks):
+            sig = _prefix_signature(cell, task)
+            first_seen.setdefault(sig, i)
+            keyed.append((first_seen[sig], i, task))
+        tasks = [t for _, _, t in sorted(keyed, key=lambda x: (x[0], x[1]))]
+    else:
+        tasks = list(cell.tasks)
+    return [(t, r) for t in tasks for r in repeats]
+
+
 def run_cell(
     cell: Cell,
     pool: ModelPool,
@@ -174,7 +208,7 @@ def run_cell(
 ) -> list[dict[str, Any]]:
     """Run every (task, repeat) of the cell not already in the store; return all its episode rows."""
     done = store.done_keys()
-    todo = [(t, r) for t in cell.tasks for r in range(cell.spec.repeats) if cell.episode_key(t, r) not in done]
+    todo = [(t, r) for t, r in episode_order(cell) if cell.episode_key(t, r) not in done]
     total = len(cell.tasks) * cell.spec.repeats
     finished = total - len(todo)
     if progress:
@@ -192,7 +226,8 @@ def run_cell(
     for task, repeat in todo:
         backend = cell.suite.new_backend(task)
         session = cell.surface.session(task.turns[0])
-        trace = run_episode(task, session, backend, model, cell.settings, cell.suite.system_prompt, schema_of)
+        settings = cell.settings if repeat == 0 else replace(cell.settings, seed=(cell.settings.seed or 0) + repeat)
+        trace = run_episode(task, session, backend, model, settings, cell.suite.system_prompt, schema_of)
         score = score_episode(task, trace, catalog)
         episode, steps, calls = episode_rows(cell, task, repeat, trace, score, run_name)
         store.write_episode(episode["episode_key"], episode, steps, calls, transcript_lines(trace))
@@ -201,29 +236,3 @@ def run_cell(
         if progress:
             progress(cell, finished, total, episode)
     return rows
-
-
-def plain_progress(stream: Any = sys.stderr) -> ProgressFn:
-    """One line per episode: counts, outcome, ETA (the live bar of the sweep builds on this)."""
-    started: dict[str, tuple[float, int]] = {}
-
-    def report(cell: Cell, done: int, total: int, episode: dict[str, Any] | None) -> None:
-        label = cell.spec.label()
-        if episode is None:
-            started[label] = (time.perf_counter(), done)
-            print(f"{label}: {done}/{total} episodes already done", file=stream, flush=True)
-            return
-        t0, done0 = started.get(label, (time.perf_counter(), 0))
-        ran = max(done - done0, 1)
-        eta = (time.perf_counter() - t0) / ran * (total - done)
-        mark = "ok " if episode["success"] else "BAD"
-        ftc = f"{episode['first_try_correct']}/{episode['expected_calls']}"
-        err = f" error={episode['error']}" if episode.get("error") else ""
-        print(
-            f"[{done}/{total}] {label} {episode['task_id']}: {mark} first-try {ftc}, "
-            f"{episode['round_trips']} steps, {episode['wall_s']:.1f}s, ETA {eta:.0f}s{err}",
-            file=stream,
-            flush=True,
-        )
-
-    return report

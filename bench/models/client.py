@@ -10,6 +10,7 @@ unreachable endpoint is one clear :class:`ModelError`.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -54,6 +55,8 @@ def litellm_module() -> Any:
             import litellm
 
             litellm.suppress_debug_info = True
+            for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx"):
+                logging.getLogger(name).setLevel(logging.WARNING)
             litellm.drop_params = True
             litellm.client_session = httpx.Client(event_hooks={"request": [_capture_request]}, timeout=600)
             _LITELLM = litellm

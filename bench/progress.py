@@ -1,0 +1,91 @@
+"""Progress for long work: a live bar per cell on a terminal, plain lines elsewhere (and under CI)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, TextIO
+
+from bench.runner import Cell, ProgressFn
+
+
+def _eta(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return (
+        f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+    )
+
+
+class _Tracker:
+    def __init__(self) -> None:
+        self.started: dict[str, tuple[float, int]] = {}
+        self.tokens: dict[str, int] = {}
+
+    def begin(self, cell: Cell, done: int) -> None:
+        self.started[cell.spec.label()] = (time.perf_counter(), done)
+        self.tokens[cell.spec.label()] = 0
+
+    def step(self, cell: Cell, done: int, total: int, episode: dict[str, Any]) -> tuple[float, float]:
+        label = cell.spec.label()
+        t0, done0 = self.started.get(label, (time.perf_counter(), 0))
+        elapsed = time.perf_counter() - t0
+        self.tokens[label] = self.tokens.get(label, 0) + int(episode.get("completion_tokens_total") or 0)
+        eta = elapsed / max(done - done0, 1) * (total - done)
+        rate = self.tokens[label] / elapsed if elapsed > 0 else 0.0
+        return eta, rate
+
+
+def plain_progress(stream: TextIO | None = None) -> ProgressFn:
+    """One line per episode: counts, outcome, ETA, generated tokens/s."""
+    out = stream or sys.stderr
+    tracker = _Tracker()
+
+    def report(cell: Cell, done: int, total: int, episode: dict[str, Any] | None) -> None:
+        label = cell.spec.label()
+        if episode is None:
+            tracker.begin(cell, done)
+            print(f"{label}: {done}/{total} episodes already done", file=out, flush=True)
+            return
+        eta, rate = tracker.step(cell, done, total, episode)
+        mark = "ok " if episode["success"] else "BAD"
+        err = f" error={episode['error']}" if episode.get("error") else ""
+        print(
+            f"[{done}/{total}] {label} {episode['task_id']}: {mark} first-try "
+            f"{episode['first_try_correct']}/{episode['expected_calls']}, {episode['round_trips']} steps, "
+            f"{episode['wall_s']:.1f}s, ETA {_eta(eta)}, {rate:.0f} tok/s{err}",
+            file=out,
+            flush=True,
+        )
+
+    return report
+
+
+def live_progress(stream: TextIO | None = None, width: int = 24) -> ProgressFn:
+    """A bar redrawn in place: episodes done/total, ETA, generated tokens/s; a final line per cell."""
+    out = stream or sys.stderr
+    tracker = _Tracker()
+
+    def report(cell: Cell, done: int, total: int, episode: dict[str, Any] | None) -> None:
+        label = cell.spec.label()
+        if episode is None:
+            tracker.begin(cell, done)
+            eta, rate = 0.0, 0.0
+        else:
+            eta, rate = tracker.step(cell, done, total, episode)
+        filled = int(width * done / total) if total else width
+        bar = "█" * filled + "░" * (width - filled)
+        line = f"\r{label} {bar} {done}/{total} ETA {_eta(eta)} {rate:.0f} tok/s"
+        out.write(line.ljust(100))
+        if done >= total:
+            out.write("\n")
+        out.flush()
+
+    return report
+
+
+def make_progress(mode: str = "auto") -> ProgressFn:
+    """``auto``: live on a terminal unless CI is set; ``live`` or ``plain`` to force one."""
+    if mode == "live" or (mode == "auto" and sys.stderr.isatty() and not os.environ.get("CI")):
+        return live_progress()
+    return plain_progress()

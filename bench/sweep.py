@@ -1,0 +1,140 @@
+"""``surfbench run``: one cell or a Hydra multirun sweep over cells.
+
+Hydra composes ``configs/config.yaml`` with the groups ``suite``, ``surface``, ``model`` (and
+``sweep`` presets); ``-m`` runs the cartesian product through the configured launcher (basic: in
+this process, one cell after another, sharing each model server; joblib: worker processes, each
+with its own servers on free ports; Ray and submitit: see the README). Every cell writes into the
+same run folder; a re-run resumes.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.config import config_dir
+
+_POOL: Any = None  # one ModelPool per process: sequential cells reuse a model's server
+
+
+def _pool(no_cache: bool) -> Any:
+    from bench.models import ModelPool
+    from bench.models.cache import ResponseCache
+
+    global _POOL
+    if _POOL is None:
+        _POOL = ModelPool(None if no_cache else ResponseCache())
+    elif no_cache:
+        _POOL.cache = None
+    return _POOL
+
+
+def _close_pool() -> None:
+    global _POOL
+    if _POOL is not None:
+        _POOL.close()
+        _POOL = None
+
+
+def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]:
+    """Run the cell a Hydra job describes; return its summary (what ``surfbench run`` prints)."""
+    from bench.metrics import format_summary, summarize_cell
+    from bench.progress import make_progress
+    from bench.results import RunStore, environment_info, load_runs
+    from bench.runner import CellSpec, resolve_cell, run_cell
+
+    spec = CellSpec(
+        suite=choices["suite"],
+        surface=choices["surface"],
+        model=choices["model"],
+        split=str(cfg.split),
+        tasks=tuple(str(t) for t in (cfg.tasks or [])),
+        limit=int(cfg.limit) if cfg.limit is not None else None,
+        repeats=int(cfg.repeats),
+        mode=str(cfg.mode) if cfg.mode else None,
+        max_steps=int(cfg.max_steps) if cfg.max_steps is not None else None,
+        order=str(cfg.order),
+    )
+    cell = resolve_cell(spec)
+    default_run = (
+        f"sweep-{spec.suite}-{spec.split}" if multirun else f"{spec.suite}-{spec.split}-{spec.surface}-{spec.model}"
+    )
+    run_name = str(cfg.run) if cfg.run else default_run
+    store = RunStore(Path(str(cfg.results_dir)) / run_name)
+    store.prepare()
+    store.write_run_info(
+        {
+            **environment_info(),
+            "catalog_hashes": {spec.suite: cell.suite.catalog.content_hash},
+            "cells": [{**vars(spec), "tasks": list(spec.tasks), "mode": cell.mode}],
+        }
+    )
+    pool = _pool(bool(cfg.no_cache))
+    print(
+        f"run {run_name}: {cell.spec.label()} ({cell.mode}), {len(cell.tasks)} task(s) x {spec.repeats}",
+        file=sys.stderr,
+    )
+    run_cell(cell, pool, store, run_name, progress=make_progress(str(cfg.progress)))
+    frame = load_runs([store.root])
+    mine = frame[
+        (frame["surface"] == spec.surface)
+        & (frame["model"] == spec.model)
+        & (frame["mode"] == cell.mode)  # not frame.mode: that is DataFrame.mode()
+        & frame["task_id"].isin([t.id for t in cell.tasks])
+    ]
+    summary = summarize_cell(mine.to_dict("records"))
+    print(f"{cell.spec.label()} ({cell.mode}), {len(cell.tasks)} tasks, results in {store.root}")
+    print(format_summary(summary))
+    return summary
+
+
+def main(overrides: Sequence[str]) -> int:
+    """Entry point of ``surfbench run``; returns the exit code (0 ok, 2 bad input or failed cells)."""
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+    from omegaconf import DictConfig
+
+    from bench.models.server import install_signal_handlers
+
+    failures: list[str] = []
+    install_signal_handlers()
+
+    @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
+    def app(cfg: DictConfig) -> dict[str, Any] | None:
+        hc = HydraConfig.get()
+        choices = {k: str(v) for k, v in hc.runtime.choices.items() if v is not None}
+        multirun = hc.mode == RunMode.MULTIRUN
+        try:
+            return run_job(cfg, choices, multirun)
+        except Exception as exc:  # one failing cell is reported; the other cells of a sweep go on
+            label = f"{choices.get('suite')}/{choices.get('surface')}/{choices.get('model')}"
+            failures.append(f"{label}: {exc}")
+            print(f"surfbench: error in cell {label}: {exc}", file=sys.stderr)
+            if not _user_error(exc):
+                traceback.print_exc()
+            return None
+
+    saved = sys.argv
+    sys.argv = ["surfbench run", *overrides]
+    try:
+        app()
+    except SystemExit as exc:  # Hydra's own errors (unknown group option, bad override) exit 1
+        code = exc.code if isinstance(exc.code, int) else 1
+        return 0 if code == 0 else 2
+    finally:
+        sys.argv = saved
+        _close_pool()
+    return 2 if failures else 0
+
+
+def _user_error(exc: Exception) -> bool:
+    from bench.catalog import CatalogError
+    from bench.config import ConfigError
+    from bench.models import ModelError, ModelUnavailable, ServerError
+    from bench.results import ResultsError
+
+    return isinstance(exc, CatalogError | ConfigError | ModelError | ModelUnavailable | ServerError | ResultsError)
