@@ -43,6 +43,27 @@ def _run(args: argparse.Namespace) -> int:
     return sweep_main(args.overrides)
 
 
+def _report(args: argparse.Namespace) -> int:
+    from bench.report import write_report
+
+    runs = [Path(r) for r in args.runs]
+    out = Path(args.out) if args.out else runs[0] / "report"
+    md, page = write_report(runs, out, baseline=args.baseline)
+    print(f"wrote {md} and {page}")
+    return 0
+
+
+def _gate(args: argparse.Namespace) -> int:
+    from bench.gate import format_gate, judge
+
+    result = judge(Path(args.criteria), [Path(r) for r in args.runs])
+    text = format_gate(result)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    return result.exit_code
+
+
 def _models(args: argparse.Namespace) -> int:
     from bench.models.local import EMBEDDED, is_pulled, model_path, pull
 
@@ -105,6 +126,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("overrides", nargs="*", help="Hydra overrides: key=value, -m for a sweep, +sweep=NAME presets")
     p.set_defaults(func=_run)
+
+    p = sub.add_parser("report", help="markdown + self-contained HTML report over one or more runs")
+    p.add_argument("runs", nargs="+", help="run folders (results/<run>)")
+    p.add_argument("--out", default=None, help="output folder (default: <first run>/report)")
+    p.add_argument("--baseline", default="full", help="surface to compare against (default: full)")
+    p.set_defaults(func=_report)
+
+    p = sub.add_parser("gate", help="ship / revise / close per candidate surface; exit 0 / 1 / 2")
+    p.add_argument("--criteria", required=True, help="criteria file, e.g. configs/gate/dsh.yaml")
+    p.add_argument("runs", nargs="+", help="run folders")
+    p.add_argument("--out", default=None, help="also write the decision table to this file")
+    p.set_defaults(func=_gate)
 
     p = sub.add_parser("models", help="list embedded local models, or pull one: surfbench models pull NAME")
     p.add_argument("action", nargs="?", choices=["list", "pull"], default="list")

@@ -36,6 +36,7 @@ class ModelClient(Protocol):
 MODEL_KEYS = {
     "name", "provider", "embedded", "model", "api_base", "api_key_env", "params_b", "n_ctx", "threads",
     "chat_format", "mode", "prompt_format", "tokenizer", "temperature", "max_tokens", "seed", "description",
+    "script_suite", "script_delay_s",
 }  # fmt: skip
 
 
@@ -66,6 +67,9 @@ class ModelConfig:
     max_tokens: int = 512
     seed: int | None = 0
     description: str = ""
+    script_suite: str | None = None
+    """For ``provider: scripted`` (tests only): the suite whose reference calls it replays."""
+    script_delay_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -76,7 +80,7 @@ def model_config(name: str) -> ModelConfig:
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(MODEL_KEYS)}")
     cfg = ModelConfig(**{"name": name, **data})
-    if cfg.provider not in ("local", "litellm"):
+    if cfg.provider not in ("local", "litellm", "scripted"):
         raise ConfigError(f"{where}: provider must be 'local' or 'litellm', got {cfg.provider!r}")
     if cfg.provider == "local":
         if not cfg.embedded:
@@ -85,7 +89,7 @@ def model_config(name: str) -> ModelConfig:
             embedded(cfg.embedded)
         except ModelUnavailable as exc:
             raise ConfigError(f"{where}: {exc}") from None
-    elif not cfg.model:
+    elif cfg.provider == "litellm" and not cfg.model:
         raise ConfigError(f"{where}: provider 'litellm' needs 'model' (a LiteLLM model string)")
     if cfg.mode not in ("native", "prompted"):
         raise ConfigError(f"{where}: mode must be 'native' or 'prompted', got {cfg.mode!r}")
@@ -98,12 +102,17 @@ class ModelPool:
     def __init__(self, cache: ResponseCache | None) -> None:
         self.cache = cache
         self.servers: dict[str, LocalServer] = {}
-        self.clients: dict[str, LiteLLMClient] = {}
+        self.clients: dict[str, ModelClient] = {}
 
-    def client(self, cfg: ModelConfig) -> LiteLLMClient:
+    def client(self, cfg: ModelConfig) -> ModelClient:
         if cfg.name in self.clients:
             return self.clients[cfg.name]
-        if cfg.provider == "local":
+        client: ModelClient
+        if cfg.provider == "scripted":
+            from bench.models.scripted import OracleClient
+
+            client = OracleClient(cfg.script_suite or "forge", cfg.script_delay_s)
+        elif cfg.provider == "local":
             assert cfg.embedded is not None
             settings = ServerSettings(require(cfg.embedded), cfg.name, cfg.n_ctx, cfg.threads, cfg.chat_format)
             server = LocalServer(settings)

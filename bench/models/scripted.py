@@ -46,6 +46,63 @@ class ScriptedClient:
             turn = call_turn(*step)
         else:
             turn = step
-        body = compact_json({"messages": list(request.messages), "tools": [t.name for t in request.tools]})
-        usage = turn.usage if turn.usage.prompt_tokens is not None else Usage(len(body) // 4, 8, None)
-        return replace(turn, request_bytes=turn.request_bytes or len(body.encode()), usage=usage)
+        return with_usage(turn, request)
+
+
+def with_usage(turn: ModelTurn, request: ModelRequest) -> ModelTurn:
+    """Scripted turns get request bytes and a rough token count (4 bytes a token) from the request."""
+    body = compact_json(
+        {
+            "messages": list(request.messages),
+            "tools": [
+                {"name": t.name, "description": t.description, "parameters": t.parameters} for t in request.tools
+            ],
+        }
+    )
+    usage = turn.usage if turn.usage.prompt_tokens is not None else Usage(len(body) // 4, 8, None)
+    return replace(turn, request_bytes=turn.request_bytes or len(body.encode()), usage=usage)
+
+
+class OracleClient:
+    """For tests of sweeps, reports and gates: replays each task's reference calls.
+
+    It finds the task by the first user message, calls each expected operation (as a typed tool when
+    one is shown, else through the dispatcher tool), then answers with the task's answer words.
+    Results it produces are labelled scripted in run.json and in reports: never a measurement.
+    """
+
+    name = "scripted-oracle"
+
+    def __init__(self, suite: str, delay_s: float = 0.0) -> None:
+        from bench.suite import load_suite
+
+        self.suite = load_suite(suite)
+        self.delay_s = delay_s
+        self.by_turn = {t.turns[0]: t for t in self.suite.tasks}
+
+    def complete(self, request: ModelRequest) -> ModelTurn:
+        import time
+
+        from bench.matchers import example_args
+
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        first_user = next((m["content"] for m in request.messages if m["role"] == "user"), "")
+        task = self.by_turn.get(first_user)
+        done = sum(len(m.get("tool_calls") or []) for m in request.messages if m["role"] == "assistant")
+        if task is None or done >= len(task.expected):
+            words = (
+                " ".join(map(str, (task.answer.get("contains", []) + task.answer.get("any_of", [])[:1])))
+                if task
+                else ""
+            )
+            return text_turn(words or "Done.")
+        exp = task.expected[done]
+        args = dict(exp.oracle_args) if exp.oracle_args is not None else example_args(exp.args)
+        names = {t.name for t in request.tools}
+        if exp.op in names:
+            return with_usage(call_turn((exp.op, args)), request)
+        dispatcher = next((t.name for t in request.tools if t.name + "_help" in names), None)
+        if dispatcher:
+            return with_usage(call_turn((dispatcher, {"operation": exp.op, "args": args})), request)
+        return with_usage(text_turn("I cannot do that with these tools."), request)

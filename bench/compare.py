@@ -1,0 +1,116 @@
+"""Paired comparisons of a candidate surface against a baseline on the same tasks.
+
+Success is compared with McNemar's exact test over paired episodes (same task, repeat, model, mode);
+first-try argument accuracy with a paired bootstrap over tasks of the difference in micro-averaged
+accuracy. Both keep the pairing, which a per-surface interval would throw away.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+PAIR_KEYS = ("suite", "model", "mode", "task_id", "repeat")
+
+
+@dataclass(frozen=True)
+class Paired:
+    candidate: str
+    baseline: str
+    model: str
+    pairs: int
+    """Episodes present for both surfaces."""
+    only_baseline_ok: int
+    """Pairs where the baseline succeeded and the candidate did not (McNemar b)."""
+    only_candidate_ok: int
+    """Pairs where the candidate succeeded and the baseline did not (McNemar c)."""
+    mcnemar_p: float | None
+    """Two-sided exact McNemar p-value on success."""
+    first_try_delta: float | None
+    """Candidate minus baseline first-try argument accuracy on the paired tasks."""
+    first_try_delta_low: float | None
+    first_try_delta_high: float | None
+    """95% paired-bootstrap interval of that difference."""
+    baseline_first_try: float | None
+    candidate_first_try: float | None
+
+
+def mcnemar_exact(b: int, c: int) -> float | None:
+    """Two-sided exact binomial test of b vs c discordant pairs."""
+    n = b + c
+    if n == 0:
+        return None
+    k = min(b, c)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def _tries(row: Mapping[str, Any], ops: set[str] | None) -> tuple[int, int]:
+    raw = row["first_tries"]
+    items = json.loads(raw) if isinstance(raw, str) else raw
+    chosen = [ft for ft in items if ops is None or ft["op"] in ops]
+    return sum(1 for ft in chosen if ft["correct"]), len(chosen)
+
+
+def bootstrap_delta(
+    pairs: list[tuple[tuple[int, int], tuple[int, int]]], rounds: int = 2000, seed: int = 0
+) -> tuple[float | None, float | None, float | None]:
+    """Difference (candidate - baseline) in micro-averaged accuracy with a 95% percentile interval."""
+
+    def delta(sample: Iterable[tuple[tuple[int, int], tuple[int, int]]]) -> float | None:
+        bc = bn = cc = cn = 0
+        for (b_ok, b_n), (c_ok, c_n) in sample:
+            bc, bn, cc, cn = bc + b_ok, bn + b_n, cc + c_ok, cn + c_n
+        if not bn or not cn:
+            return None
+        return cc / cn - bc / bn
+
+    point = delta(pairs)
+    if point is None:
+        return None, None, None
+    rng = random.Random(seed)
+    stats = sorted(d for d in (delta(rng.choices(pairs, k=len(pairs))) for _ in range(rounds)) if d is not None)
+    return point, stats[int(0.025 * (len(stats) - 1))], stats[int(0.975 * (len(stats) - 1))]
+
+
+def paired_comparisons(frame: Any, baseline: str, ops: set[str] | None = None) -> list[Paired]:
+    """Every surface of the frame against ``baseline``, per model (and mode)."""
+    if frame is None or len(frame) == 0 or baseline not in set(frame["surface"]):
+        return []
+    out = []
+    base = frame[frame["surface"] == baseline]
+    base_by = {tuple(r[k] for k in PAIR_KEYS): r for r in base.to_dict("records")}
+    for surface in sorted(set(frame["surface"]) - {baseline}):
+        cand = frame[frame["surface"] == surface]
+        for model in sorted(set(cand["model"])):
+            rows = [r for r in cand[cand["model"] == model].to_dict("records")]
+            matched = [(base_by[key], r) for r in rows if (key := tuple(r[k] for k in PAIR_KEYS)) in base_by]
+            if not matched:
+                continue
+            b = sum(1 for x, y in matched if x["success"] and not y["success"])
+            c = sum(1 for x, y in matched if y["success"] and not x["success"])
+            tries = [(_tries(x, ops), _tries(y, ops)) for x, y in matched]
+            point, low, high = bootstrap_delta(tries)
+            bn = sum(t[0][1] for t in tries)
+            cn = sum(t[1][1] for t in tries)
+            out.append(
+                Paired(
+                    candidate=surface,
+                    baseline=baseline,
+                    model=model,
+                    pairs=len(matched),
+                    only_baseline_ok=b,
+                    only_candidate_ok=c,
+                    mcnemar_p=mcnemar_exact(b, c),
+                    first_try_delta=point,
+                    first_try_delta_low=low,
+                    first_try_delta_high=high,
+                    baseline_first_try=sum(t[0][0] for t in tries) / bn if bn else None,
+                    candidate_first_try=sum(t[1][0] for t in tries) / cn if cn else None,
+                )
+            )
+    return out

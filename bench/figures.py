@@ -1,0 +1,109 @@
+"""The report's figures (matplotlib, Agg): the Pareto picture, accuracy by model size, per-op heatmap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bench.report import ReportData
+
+
+def _plt():  # type: ignore[no-untyped-def]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def pareto(data: ReportData, path: Path) -> Path:
+    """Prompt tokens per step vs first-try argument accuracy; one marker per surface, one color per model."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    models = sorted({str(c.keys["model"]) for c in data.cells})
+    markers = "os^Dvx*P"
+    surfaces = sorted({str(c.keys["surface"]) for c in data.cells})
+    for cell in data.cells:
+        s = cell.summary
+        if s["prompt_tokens_per_step"] is None or s["first_try_accuracy"] is None:
+            continue
+        m = models.index(str(cell.keys["model"]))
+        k = surfaces.index(str(cell.keys["surface"]))
+        ax.scatter(
+            s["prompt_tokens_per_step"], 100 * s["first_try_accuracy"], color=f"C{m}", marker=markers[k % 8], s=60
+        )
+        ax.annotate(str(cell.keys["surface"]), (s["prompt_tokens_per_step"], 100 * s["first_try_accuracy"]),
+                    fontsize=7, xytext=(4, 3), textcoords="offset points")  # fmt: skip
+    for m, model in enumerate(models):
+        ax.scatter([], [], color=f"C{m}", label=model)
+    ax.set_xscale("log")
+    ax.set_xlabel("prompt tokens per step (log)")
+    ax.set_ylabel("first-try argument accuracy (%)")
+    ax.set_title("Tokens vs first-try accuracy")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def by_size(data: ReportData, path: Path) -> Path:
+    """First-try accuracy by model size (parameters), one line per surface."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    series: dict[str, list[tuple[float, float]]] = {}
+    for cell in data.cells:
+        size, acc = cell.keys["params_b"], cell.summary["first_try_accuracy"]
+        if acc is None or size is None or size != size:  # NaN check
+            continue
+        series.setdefault(str(cell.keys["surface"]), []).append((float(size), 100 * acc))
+    for i, (surface, points) in enumerate(sorted(series.items())):
+        points.sort()
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", color=f"C{i}", label=surface)
+    ax.set_xlabel("model parameters (billions)")
+    ax.set_ylabel("first-try argument accuracy (%)")
+    ax.set_title("Accuracy by model size, per surface")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def heatmap(data: ReportData, path: Path, max_ops: int = 40) -> Path:
+    """Per-operation first-try accuracy, hottest operations first (rows) x surface/model (columns)."""
+    import numpy as np
+
+    from bench.report import per_op_table
+
+    plt = _plt()
+    head, rows = per_op_table(data)
+    rows = [r for r in rows if any(r[2:])][:max_ops]
+    values = np.full((len(rows), len(head) - 2), np.nan)
+    for i, row in enumerate(rows):
+        for j, cell in enumerate(row[2:]):
+            if cell:
+                c, n = (int(x) for x in cell.split("/"))
+                values[i, j] = c / n
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * values.shape[1] + 3), max(3, 0.22 * len(rows) + 1.5)))
+    im = ax.imshow(values, aspect="auto", cmap="RdYlGn", vmin=0, vmax=1)
+    ax.set_yticks(range(len(rows)), [f"{r[0]}{' *' if r[1] else ''}" for r in rows], fontsize=6)
+    ax.set_xticks(range(len(head) - 2), head[2:], fontsize=6, rotation=45, ha="right")
+    ax.set_title("First-try accuracy per operation (* = hot)")
+    fig.colorbar(im, ax=ax, fraction=0.03)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def draw_all(data: ReportData, out_dir: Path) -> dict[str, Path]:
+    if not data.cells:
+        return {}
+    return {
+        "tokens vs first-try accuracy": pareto(data, out_dir / "pareto.png"),
+        "accuracy by model size": by_size(data, out_dir / "by_size.png"),
+        "per-operation heatmap": heatmap(data, out_dir / "per_op_heatmap.png"),
+    }

@@ -1,0 +1,101 @@
+"""Reports and gates over a real (scripted-model) sweep."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench.cli import main as cli
+from tests.bench.test_sweep import configs, surfbench  # noqa: F401  (fixture)
+
+GATE = """
+name: t
+baseline: full
+candidates: [dispatcher, core]
+hot_operations: 15
+criteria:
+  - {kind: help_bytes_max, value: HELP, on_fail: revise}
+  - {kind: prompt_tokens_ratio_max, value: 1.0, on_fail: revise}
+  - {kind: first_try_drop_max, value: 0.05, on_fail: close}
+  - {kind: round_trips_ratio_max, value: 1.5, on_fail: revise}
+"""
+
+
+@pytest.fixture
+def sweep(configs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:  # noqa: F811
+    proc = surfbench(
+        configs, "-m", "surface=full,core,dispatcher", "model=oracle", "limit=18", f"results_dir={tmp_path}", "run=s"
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    monkeypatch.setenv("SURFBENCH_CONFIGS", str(configs))
+    return tmp_path / "s"
+
+
+def test_report_writes_markdown_html_and_figures(sweep: Path, tmp_path: Path):
+    out = tmp_path / "rep"
+    assert cli(["report", str(sweep), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "Scripted model in these runs" in md
+    assert "| forge | oracle | native | dispatcher | 18 |" in md
+    assert "Paired against `full`" in md and "McNemar" in md
+    assert md.index("| repo_get | hot |") < md.index("| label_create |")  # hottest operations first
+    for png in ("pareto.png", "by_size.png", "per_op_heatmap.png"):
+        assert (out / png).stat().st_size > 5000
+    page = (out / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 3
+    assert "<script" not in page and "http://" not in page and "https://" not in page
+
+
+def test_gate_ships_when_criteria_hold_and_revises_when_help_is_too_big(sweep: Path, tmp_path: Path, capsys):
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(GATE.replace("HELP", "1536"))
+    assert cli(["gate", "--criteria", str(ok), str(sweep)]) == 0
+    out = capsys.readouterr().out
+    assert "decision for dispatcher: SHIP" in out and "largest 848 B (release_create)" in out
+    strict = tmp_path / "strict.yaml"
+    strict.write_text(GATE.replace("HELP", "500").replace("candidates: [dispatcher, core]", "candidates: [dispatcher]"))
+    assert cli(["gate", "--criteria", str(strict), str(sweep)]) == 1
+    assert "decision for dispatcher: REVISE" in capsys.readouterr().out
+
+
+def test_gate_closes_on_a_decisive_accuracy_drop(sweep: Path, tmp_path: Path, capsys):
+    import pandas as pd
+
+    # make every dispatcher first try wrong in the stored episodes: a decisive drop vs full
+    folder = sweep / "episodes.parquet"
+    for part in folder.glob("part-*__dispatcher__*.parquet"):
+        frame = pd.read_parquet(part)
+        frame["first_tries"] = frame["first_tries"].str.replace('"correct": true', '"correct": false')
+        frame["first_try_correct"] = 0
+        frame.to_parquet(part, index=False)
+    crit = tmp_path / "c.yaml"
+    crit.write_text(GATE.replace("HELP", "1536").replace("candidates: [dispatcher, core]", "candidates: [dispatcher]"))
+    assert cli(["gate", "--criteria", str(crit), str(sweep)]) == 2
+    assert "decision for dispatcher: CLOSE" in capsys.readouterr().out
+
+
+def test_gate_errors_are_exit_2(tmp_path: Path, sweep: Path, capsys):
+    assert cli(["gate", "--criteria", str(tmp_path / "missing.yaml"), str(sweep)]) == 2
+    assert "no such criteria file" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed (Debian package chromium)")
+def test_html_report_renders_in_headless_chromium_without_console_errors(sweep: Path, tmp_path: Path):
+    out = tmp_path / "rep"
+    assert cli(["report", str(sweep), "--out", str(out)]) == 0
+    proc = subprocess.run(
+        [
+            "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'ud'}",
+            "--enable-logging=stderr", "--v=0", f"--screenshot={tmp_path / 'shot.png'}", "--window-size=1400,2000",
+            (out / "report.html").as_uri(),
+        ],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "shot.png").stat().st_size > 10000
+    console = [line for line in proc.stderr.splitlines() if "CONSOLE" in line and "ERROR" in line.upper()]
+    assert console == []
