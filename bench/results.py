@@ -160,6 +160,18 @@ def environment_info() -> dict[str, Any]:
     }
 
 
+def compact_run(src: Path, dest: Path) -> Path:
+    """Copy a run with each table as one parquet file (for reference runs kept in git); no transcripts."""
+    import shutil
+
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src / "run.json", dest / "run.json")
+    for table in TABLES:
+        frame = load_runs([src], table)
+        _atomic_write_bytes(dest / f"{table}.parquet", lambda tmp, f=frame: f.to_parquet(tmp, index=False))
+    return dest
+
+
 def load_runs(runs: Iterable[str | Path], table: str = "episodes") -> Any:
     """One DataFrame of ``table`` (episodes, steps or calls) over the given run folders.
 
@@ -175,7 +187,9 @@ def load_runs(runs: Iterable[str | Path], table: str = "episodes") -> Any:
         if not (root / "run.json").is_file():
             raise ResultsError(f"{root} is not a surfbench run (no run.json)")
         folder = root / f"{table}.parquet"
-        for part in sorted(folder.glob("part-*.parquet")) if folder.is_dir() else []:
+        # a run is a folder of part files while it is written; `surfbench compact` makes it one file
+        parts = sorted(folder.glob("part-*.parquet")) if folder.is_dir() else ([folder] if folder.is_file() else [])
+        for part in parts:
             frame = pd.read_parquet(part)
             if len(frame):
                 if "run" not in frame.columns:

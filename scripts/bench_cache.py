@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODEL = "qwen2.5-coder-0.5b-instruct"
 
 
-def run(results: Path, cache: Path, models: Path, limit: int) -> float:
+def run(results: Path, cache: Path, limit: int) -> float:
     env = {**os.environ, "SURFBENCH_CACHE": str(cache)}
     cmd = [
         sys.executable, "-m", "bench.cli", "run", "suite=forge", "split=dev", "surface=core", f"model={MODEL}",
@@ -40,10 +40,10 @@ def main(argv: list[str]) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "cache"
-        (cache / "models").parent.mkdir(parents=True, exist_ok=True)
+        cache.mkdir(parents=True)
         os.symlink(cache_root() / "models", cache / "models")  # the pulled weights, not a response cache
-        first = run(Path(tmp) / "r1", cache, cache / "models", limit)
-        second = run(Path(tmp) / "r2", cache, cache / "models", limit)
+        first = run(Path(tmp) / "r1", cache, limit)
+        second = run(Path(tmp) / "r2", cache, limit)
     ratio = second / first
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"response cache, {limit} forge tasks on `core` with {MODEL}, {stamp}")
