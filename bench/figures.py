@@ -39,6 +39,7 @@ def pareto(data: ReportData, path: Path) -> Path:
     for m, model in enumerate(models):
         ax.scatter([], [], color=f"C{m}", label=model)
     ax.set_xscale("log")
+    ax.set_ylim(-3, 103)
     ax.set_xlabel("prompt tokens per step (log)")
     ax.set_ylabel("first-try argument accuracy (%)")
     ax.set_title("Tokens vs first-try accuracy")
@@ -62,6 +63,7 @@ def by_size(data: ReportData, path: Path) -> Path:
     for i, (surface, points) in enumerate(sorted(series.items())):
         points.sort()
         ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", color=f"C{i}", label=surface)
+    ax.set_ylim(-3, 103)
     ax.set_xlabel("model parameters (billions)")
     ax.set_ylabel("first-try argument accuracy (%)")
     ax.set_title("Accuracy by model size, per surface")
