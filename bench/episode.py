@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bench.backend import Backend, ToolError
+from bench.models.client import ContextOverflow
 from bench.models.types import ModelRequest, ModelTurn, ParsedCall
 from bench.records import CallRecord, EpisodeTrace, StepRecord
 from bench.suite import Task
@@ -25,6 +26,7 @@ from bench.wire import compact_json, count_tokens, tool_wire_bytes
 from surfaces.base import Dispatch, Session, ToolCall
 
 RESULT_CHARS = 4000  # a tool result longer than this is cut (the model sees the cut)
+CONTEXT_OVERFLOW = "context_overflow"
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,8 @@ def run_episode(
                 break
             else:
                 break  # max_steps reached inside this user turn: no more turns
+    except ContextOverflow as exc:  # the conversation outgrew the model: an outcome, recorded as such
+        trace.error = f"{CONTEXT_OVERFLOW}: {exc}"
     except Exception as exc:  # the harness's own failure (model unreachable, backend bug): end, record
         trace.error = f"{type(exc).__name__}: {exc}"
         trace.traceback = traceback.format_exc()

@@ -40,6 +40,7 @@ ERROR_TYPES: tuple[str, ...] = (
     "answer_mismatch",  # an answer check failed
     "no_answer",  # the episode ended without a final text answer (max_steps)
     "harness_error",  # the harness itself failed (recorded with a traceback)
+    "context_overflow",  # the conversation no longer fit the model's context window
 )
 # workspace-suite failure modes of the ollie-core seed, used by execution-tool surfaces
 ERROR_TYPES += ("steps_and_pipe", "pipe_for_steps", "steps_for_pipe", "reimplemented_tool")

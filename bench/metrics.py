@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bench.scorer import is_context_overflow
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -85,7 +87,8 @@ def summarize_cell(rows: list[Mapping[str, Any]]) -> dict[str, Any]:
         "parse_failures": _mean(r["parse_failures"] for r in rows),
         "stable_prefix_rate": _mean(1.0 if r["stable_prefix"] else 0.0 for r in rows),
         "latency_s": _mean(r["latency_s"] for r in rows),
-        "harness_errors": sum(1 for r in rows if r.get("error")),
+        "harness_errors": sum(1 for r in rows if r.get("error") and not is_context_overflow(r.get("error"))),
+        "context_overflows": sum(1 for r in rows if is_context_overflow(r.get("error"))),
     }
 
 
@@ -131,6 +134,8 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         f"stable prefix          {fmt(summary['stable_prefix_rate'], 'pct')}",
         f"model latency          {fmt(summary['latency_s'])} s / episode",
     ]
+    if summary.get("context_overflows"):
+        lines.append(f"context overflows      {summary['context_overflows']} (the conversation outgrew the model)")
     if summary.get("harness_errors"):
         lines.append(f"harness errors         {summary['harness_errors']}")
     return "\n".join(lines)

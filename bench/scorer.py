@@ -226,7 +226,7 @@ def score_episode(task: Task, trace: EpisodeTrace, catalog: Catalog) -> EpisodeS
         errors.append("no_answer")
         failures.append("no final text answer (max_steps reached)")
     if trace.error:
-        errors.append("harness_error")
+        errors.append("context_overflow" if is_context_overflow(trace.error) else "harness_error")
         failures.append(trace.error)
 
     checks = [x for x in (calls_ok, state_ok, answer_ok, refuse_ok) if x is not None]
@@ -261,6 +261,11 @@ def score_episode(task: Task, trace: EpisodeTrace, catalog: Catalog) -> EpisodeS
         error_types=tuple(errors),
         failures=tuple(failures),
     )
+
+
+def is_context_overflow(error: str | None) -> bool:
+    """Also recognises runs recorded before context overflow had its own error type."""
+    return bool(error) and ("context_overflow" in str(error) or "ContextWindowExceeded" in str(error))
 
 
 def _read_only(catalog: Catalog, name: str) -> bool:

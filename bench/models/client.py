@@ -33,6 +33,10 @@ class ModelError(RuntimeError):
     """A model call that cannot succeed as configured (missing key, unreachable endpoint, bad model)."""
 
 
+class ContextOverflow(ModelError):
+    """The request no longer fits the model's context window: an outcome of the surface, not a fault."""
+
+
 def _capture_request(request: Any) -> None:
     sink = getattr(_CAPTURE, "sink", None)
     if sink is not None:
@@ -149,6 +153,8 @@ class LiteLLMClient:
             try:
                 return self._call_once(litellm, payload, key)
             except Exception as exc:
+                if "ContextWindowExceeded" in type(exc).__name__:
+                    raise ContextOverflow(f"{self.model}: {_first_line(exc)}") from None
                 auth = getattr(litellm, "AuthenticationError", ())
                 if auth and isinstance(exc, auth):
                     raise ModelError(

@@ -211,3 +211,15 @@ def _score(s: EpisodeScore) -> float | None:
 def test_first_try_accuracy_property():
     _, s, _ = episode("hot-issue-close", "full", [[("issue_edit", CLOSE)], "ok"])
     assert _score(s) == 1.0
+
+
+def test_context_overflow_is_an_outcome_not_a_harness_error():
+    from bench.models.client import ContextOverflow
+
+    def too_long(request):
+        raise ContextOverflow("maximum context length is 16384 tokens")
+
+    trace, s, _ = episode("hot-issue-get", "full", [[("issue_get", {"owner": "acme", "repo": "web", "index": 3})], too_long])
+    assert trace.error.startswith("context_overflow") and trace.traceback is None
+    assert "context_overflow" in s.error_types and "harness_error" not in s.error_types
+    assert s.round_trips == 1 and not s.success
