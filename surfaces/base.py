@@ -28,6 +28,7 @@ NOT_LOADED = "not_loaded"
 SCHEMA_INVALID = "schema_invalid"
 UNKNOWN_OPERATION = "unknown_operation"
 BAD_META_CALL = "bad_meta_call"
+LIST_MAX = 20  # tool names an error lists at most
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,10 @@ class Session:
         shown = list(self._shown)
         near = closest(call.name, shown)
         tip = f" Did you mean {', '.join(near)}?" if near else ""
-        text = f"Tool '{call.name}' is not available.{tip} Available tools: {', '.join(shown) or 'none'}."
+        listed = ", ".join(shown[:LIST_MAX]) or "none"
+        if len(shown) > LIST_MAX:  # the tool block already lists them all; keep the error short
+            listed += f", ... ({len(shown)} in all)"
+        text = f"Tool '{call.name}' is not available.{tip} Available tools: {listed}."
         op = call.name if call.name in self.surface.catalog else None
         return Dispatch("rejected", call.name, operation=op, text=text, error_type=NOT_EXPOSED)
 
