@@ -52,7 +52,10 @@ def bench(name: str) -> dict:
         prompt_rate = prompt_tokens / t_prompt
         gen = ModelRequest(
             messages=(
-                {"role": "user", "content": f"[{uuid.uuid4().hex[:8]}] Count from 1 to 400, separated by commas: 1, 2, 3,"},
+                {
+                    "role": "user",
+                    "content": f"[{uuid.uuid4().hex[:8]}] Count from 1 to 400, separated by commas: 1, 2, 3,",
+                },
             ),
             max_tokens=256,
         )
