@@ -54,8 +54,10 @@ class SurfaceConfig:
 SURFACE_KEYS = {"name", "kind", "params", "defaults"}
 
 
-def surface_config(name: str) -> SurfaceConfig:
-    data = read_group_config("surface", name)
+def surface_config(name: str, data: dict[str, Any] | None = None) -> SurfaceConfig:
+    """The surface config ``name``: from its YAML file, or ``data`` as Hydra composed it (overrides)."""
+    if data is None:
+        data = read_group_config("surface", name)
     unknown = set(data) - SURFACE_KEYS
     if unknown:
         raise ConfigError(

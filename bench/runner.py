@@ -68,12 +68,18 @@ class Cell:
         )
 
 
-def resolve_cell(spec: CellSpec) -> Cell:
-    """Load and check everything a cell needs (fails fast, before any model call)."""
+def resolve_cell(
+    spec: CellSpec, surface_data: dict[str, Any] | None = None, model_data: dict[str, Any] | None = None
+) -> Cell:
+    """Load and check everything a cell needs (fails fast, before any model call).
+
+    ``surface_data`` / ``model_data``: the group configs as Hydra composed them (with overrides such as
+    ``surface.params.k=10`` or ``model.threads=1``); without them the YAML files are read.
+    """
     suite = load_suite(spec.suite)
-    surface_cfg = surface_config(spec.surface)
+    surface_cfg = surface_config(spec.surface, surface_data)
     surface = build_surface(suite.catalog, surface_cfg.kind, surface_cfg.params, name=surface_cfg.name)
-    model_cfg = model_config(spec.model)
+    model_cfg = model_config(spec.model, model_data)
     tasks = suite.select(spec.split, list(spec.tasks) or None, spec.limit)
     mode = spec.mode or model_cfg.mode
     if mode not in ("native", "prompted"):

@@ -58,7 +58,13 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]
         max_steps=int(cfg.max_steps) if cfg.max_steps is not None else None,
         order=str(cfg.order),
     )
-    cell = resolve_cell(spec)
+    from omegaconf import OmegaConf
+
+    def group(key: str) -> dict[str, Any] | None:
+        node = cfg.get(key)
+        return OmegaConf.to_container(node, resolve=True) if node is not None else None  # type: ignore[return-value]
+
+    cell = resolve_cell(spec, group("surface"), group("model"))
     default_run = (
         f"sweep-{spec.suite}-{spec.split}" if multirun else f"{spec.suite}-{spec.split}-{spec.surface}-{spec.model}"
     )

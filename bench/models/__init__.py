@@ -73,9 +73,12 @@ class ModelConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def model_config(name: str) -> ModelConfig:
-    data = read_group_config("model", name)
+def model_config(name: str, data: dict[str, Any] | None = None) -> ModelConfig:
+    """The model config ``name``: from ``configs/model/<name>.yaml``, or ``data`` as Hydra composed it."""
+    if data is None:
+        data = read_group_config("model", name)
     where = f"configs/model/{name}.yaml"
+    data = {k: v for k, v in data.items() if k != "name"}
     unknown = set(data) - MODEL_KEYS
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(MODEL_KEYS)}")

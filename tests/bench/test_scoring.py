@@ -219,7 +219,9 @@ def test_context_overflow_is_an_outcome_not_a_harness_error():
     def too_long(request):
         raise ContextOverflow("maximum context length is 16384 tokens")
 
-    trace, s, _ = episode("hot-issue-get", "full", [[("issue_get", {"owner": "acme", "repo": "web", "index": 3})], too_long])
+    trace, s, _ = episode(
+        "hot-issue-get", "full", [[("issue_get", {"owner": "acme", "repo": "web", "index": 3})], too_long]
+    )
     assert trace.error.startswith("context_overflow") and trace.traceback is None
     assert "context_overflow" in s.error_types and "harness_error" not in s.error_types
     assert s.round_trips == 1 and not s.success

@@ -100,3 +100,13 @@ def test_bad_override_is_a_clear_error(configs: Path, tmp_path: Path):
     assert proc.returncode == 2
     assert "fulll" in proc.stderr and "full" in proc.stderr
     assert not (tmp_path / "forge-dev-fulll-qwen2.5-coder-0.5b-instruct").exists()
+
+
+def test_group_overrides_reach_the_cell(configs: Path, tmp_path: Path):
+    proc = surfbench(
+        configs, "surface=core", "surface.params.k=5", "model=oracle", "model.script_delay_s=0.01", "limit=2",
+        f"results_dir={tmp_path}", "run=o",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    episodes = load_runs([tmp_path / "o"])
+    assert set(episodes["tools_shown_first"]) == {5}
