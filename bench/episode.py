@@ -22,7 +22,7 @@ from bench.models.types import ModelRequest, ModelTurn, ParsedCall
 from bench.records import CallRecord, EpisodeTrace, StepRecord
 from bench.suite import Task
 from bench.validation import validate_args
-from bench.wire import compact_json, count_tokens, tool_wire_bytes
+from bench.wire import compact_json, count_tokens, tool_wire_text, utf8_len
 from surfaces.base import Dispatch, Session, ToolCall
 
 RESULT_CHARS = 4000  # a tool result longer than this is cut (the model sees the cut)
@@ -191,12 +191,10 @@ def _run_call(
 def _step_record(
     step: int, request: ModelRequest, turn: ModelTurn, tools: list[Any], system: str, calls: list[CallRecord]
 ) -> StepRecord:
-    block = "".join(compact_json({"n": t.name, "d": t.description, "p": t.parameters}) for t in tools)
-    prefix_hash = hashlib.sha256((system + "\x00" + block).encode()).hexdigest()[:16]
+    wire = [tool_wire_text(t) for t in tools]  # serialised once: hash, bytes and token estimate
+    tool_text = "".join(wire)
+    prefix_hash = hashlib.sha256((system + "\x00" + "\x00".join(wire)).encode()).hexdigest()[:16]
     rendered = compact_json({"messages": list(request.messages), "tools": [t.name for t in tools]})
-    tool_text = "".join(
-        compact_json({"name": t.name, "description": t.description, "parameters": t.parameters}) for t in tools
-    )
     overhead = bool(calls) and all(c.kind == "meta" for c in calls)
     return StepRecord(
         step=step,
@@ -208,7 +206,7 @@ def _step_record(
         completion_tokens=turn.usage.completion_tokens,
         latency_s=turn.latency_s,
         tools_shown=len(tools),
-        tool_block_bytes=sum(tool_wire_bytes(t) for t in tools),
+        tool_block_bytes=sum(utf8_len(w) for w in wire),
         prefix_hash=prefix_hash,
         tool_calls=len(turn.tool_calls),
         overhead=overhead,

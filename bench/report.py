@@ -95,7 +95,7 @@ def collect(runs: Sequence[str | Path], baseline: str = "full", hot_k: int = 15)
     scripted = False
     for run in runs:
         info = json.loads((Path(run) / "run.json").read_text())
-        scripted = scripted or any(str(c.get("model", "")).startswith(("oracle", "slow-oracle")) for c in info["cells"])
+        scripted = scripted or any(c.get("provider") == "scripted" for c in info["cells"])
     if len(frame):
         from bench.suite import load_suite
 

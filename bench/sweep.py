@@ -75,7 +75,9 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]
         {
             **environment_info(),
             "catalog_hashes": {spec.suite: cell.suite.catalog.content_hash},
-            "cells": [{**vars(spec), "tasks": list(spec.tasks), "mode": cell.mode}],
+            "cells": [
+                {**vars(spec), "tasks": list(spec.tasks), "mode": cell.mode, "provider": cell.model_cfg.provider}
+            ],
         }
     )
     pool = _pool(bool(cfg.no_cache))
