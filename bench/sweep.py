@@ -9,8 +9,12 @@ same run folder; a re-run resumes.
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
 import traceback
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -110,6 +114,10 @@ def main(overrides: Sequence[str]) -> int:
 
     failures: list[str] = []
     install_signal_handlers()
+    # Cells may run in other processes (joblib, Ray): each failing cell leaves a marker file here, which
+    # those processes find through the environment they inherit, so the exit code counts every cell.
+    failure_dir = Path(tempfile.mkdtemp(prefix="surfbench-failures-"))
+    os.environ[FAILURE_DIR_ENV] = str(failure_dir)
 
     @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
     def app(cfg: DictConfig) -> dict[str, Any] | None:
@@ -121,6 +129,7 @@ def main(overrides: Sequence[str]) -> int:
         except Exception as exc:  # one failing cell is reported; the other cells of a sweep go on
             label = f"{choices.get('suite')}/{choices.get('surface')}/{choices.get('model')}"
             failures.append(f"{label}: {exc}")
+            _mark_failure(f"{label}: {exc}")
             print(f"surfbench: error in cell {label}: {exc}", file=sys.stderr)
             if not _user_error(exc):
                 traceback.print_exc()
@@ -136,7 +145,21 @@ def main(overrides: Sequence[str]) -> int:
     finally:
         sys.argv = saved
         _close_pool()
-    return 2 if failures else 0
+        marked = sorted(p.read_text() for p in failure_dir.glob("*.txt"))
+        shutil.rmtree(failure_dir, ignore_errors=True)
+    failed = sorted(set(failures) | set(marked))
+    if failed and len(failed) > 1:
+        print(f"surfbench: {len(failed)} cells failed:\n  " + "\n  ".join(failed), file=sys.stderr)
+    return 2 if failed else 0
+
+
+FAILURE_DIR_ENV = "SURFBENCH_FAILURE_DIR"
+
+
+def _mark_failure(text: str) -> None:
+    folder = os.environ.get(FAILURE_DIR_ENV)
+    if folder and Path(folder).is_dir():
+        (Path(folder) / f"{uuid.uuid4().hex}.txt").write_text(text, encoding="utf-8")
 
 
 def _user_error(exc: Exception) -> bool:

@@ -1,8 +1,10 @@
 """Benchmark: wall time of the static surface report (`surfbench surfaces`), as a user runs it.
 
 Targets (issue 2): the MCP example of 96 tools in < 3 s; a synthetic 1,000-operation catalog in < 2 s.
-Each case runs the real CLI in a fresh process, with a cold embedding cache (first run on a catalog:
-the preselect_embed retriever embeds every operation once) and warm (the cache reused), best of 3.
+Each case runs the real CLI in a fresh process with an empty cache directory (cold: the first run on a
+catalog) and again with the cache reused (warm), best of 3. The target is checked on the default table
+(every surface config but the embedding-retrieval ones, which the CLI names under the table); the
+table with ``--surface all`` is measured too, because its cold run pays for embedding every operation.
 Prints a table and writes results/bench/surfaces.json.
 """
 
@@ -54,11 +56,11 @@ def synthetic_catalog(n: int, seed: int = 7) -> dict:
     return {"surfbench_catalog": 1, "name": "synthetic", "operations": ops}
 
 
-def run_cli(catalog: Path, cache: Path) -> float:
+def run_cli(catalog: Path, cache: Path, extra: list[str]) -> float:
     env = {**os.environ, "SURFBENCH_CACHE": str(cache)}
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "bench.cli", "surfaces", "--catalog", str(catalog)],
+        [sys.executable, "-m", "bench.cli", "surfaces", "--catalog", str(catalog), *extra],
         check=True, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     return time.perf_counter() - start
@@ -73,29 +75,31 @@ def main() -> int:
             ("MCP example, 96 tools", ROOT / "examples" / "gitea96.mcp.json", 3.0),
             ("synthetic, 1,000 ops", synth, 2.0),
         ]
+        tables = [("default", []), ("all", ["--surface", "all"])]
         for label, path, target in cases:
-            cold = []
-            for k in range(2):
-                cold.append(run_cli(path, Path(tmp) / f"cold-{label[:3]}-{k}"))
-            warm_cache = Path(tmp) / f"warm-{label[:3]}"
-            run_cli(path, warm_cache)
-            warm = min(run_cli(path, warm_cache) for _ in range(3))
-            rows.append(
-                {"case": label, "cold_s": round(min(cold), 2), "warm_s": round(warm, 2), "target_s": target,
-                 "warm_meets_target": warm < target, "cold_meets_target": min(cold) < target}
-            )  # fmt: skip
+            for table, extra in tables:
+                key = f"{label[:3]}-{table}"
+                cold = [run_cli(path, Path(tmp) / f"cold-{key}-{k}", extra) for k in range(3)]
+                warm_cache = Path(tmp) / f"warm-{key}"
+                run_cli(path, warm_cache, extra)
+                warm = min(run_cli(path, warm_cache, extra) for _ in range(3))
+                rows.append(
+                    {"case": label, "table": table, "cold_s": round(min(cold), 2), "warm_s": round(warm, 2),
+                     "target_s": target, "checked": table == "default",
+                     "meets_target": max(min(cold), warm) < target}
+                )  # fmt: skip
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    print(f"surfbench surfaces (all configs in configs/surface/), {stamp}, {machine}")
-    print(f"{'case':<24} {'cold s':>7} {'warm s':>7} {'target':>7}  verdict")
+    print(f"surfbench surfaces, {stamp}, {machine}")
+    print(f"{'case':<24} {'table':<8} {'cold s':>7} {'warm s':>7} {'target':>7}  verdict")
     for r in rows:
-        verdict = "ok" if r["warm_meets_target"] else "MISSED"
-        print(f"{r['case']:<24} {r['cold_s']:>7} {r['warm_s']:>7} {r['target_s']:>7}  {verdict} (warm)")
+        verdict = ("ok" if r["meets_target"] else "MISSED") if r["checked"] else "(not a target)"
+        print(f"{r['case']:<24} {r['table']:<8} {r['cold_s']:>7} {r['warm_s']:>7} {r['target_s']:>7}  {verdict}")
     out = ROOT / "results" / "bench" / "surfaces.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"date": stamp, "machine": machine, "rows": rows}, indent=2) + "\n")
     print(f"wrote {out.relative_to(ROOT)}")
-    return 0 if all(r["warm_meets_target"] for r in rows) else 1
+    return 0 if all(r["meets_target"] for r in rows if r["checked"]) else 1
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -110,3 +111,47 @@ def test_group_overrides_reach_the_cell(configs: Path, tmp_path: Path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     episodes = load_runs([tmp_path / "o"])
     assert set(episodes["tools_shown_first"]) == {5}
+
+
+def test_ray_launcher_runs_cells_on_a_local_ray_cluster(configs: Path, tmp_path: Path):
+    pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="make setup installs hydra-ray-launcher")
+    ray_bin = Path(sys.executable).parent / "ray"
+    port = _free_port()
+    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's socket paths must stay under 107 bytes
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    start = [
+        str(ray_bin), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
+        "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={ray_tmp}",
+    ]  # fmt: skip
+    try:
+        started = subprocess.run(start, env=env, capture_output=True, text=True, timeout=180)
+        assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
+        proc = surfbench(
+            configs, "-m", "hydra/launcher=ray_cluster", f"hydra.launcher.ray.init.address=127.0.0.1:{port}",
+            "surface=full,core", "model=oracle", "limit=2", f"results_dir={tmp_path}", "run=r", timeout=600,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+        assert "Ray Launcher is launching 2 jobs" in proc.stdout + proc.stderr
+        episodes = load_runs([tmp_path / "r"])
+        assert sorted(episodes["surface"]) == ["core", "core", "full", "full"]
+        assert episodes["success"].all() and episodes["episode_key"].is_unique
+    finally:
+        subprocess.run([str(ray_bin), "stop", "--force"], env=env, capture_output=True, timeout=120)
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_cell_failing_in_a_worker_process_fails_the_sweep(configs: Path, tmp_path: Path):
+    proc = surfbench(
+        configs, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "surface=full,core", "model=oracle",
+        "tasks=[no-such-task]", f"results_dir={tmp_path}", "run=f",
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "2 cells failed" in proc.stderr and "no-such-task" in proc.stderr
