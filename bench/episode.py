@@ -221,6 +221,16 @@ def _step_record(
 
 def transcript_lines(trace: EpisodeTrace) -> list[str]:
     """The episode as JSON lines: messages, then the trace's summary (for the per-episode transcript)."""
-    lines = [json.dumps({"message": m}, ensure_ascii=False, default=str) for m in trace.messages]
-    lines.append(json.dumps({"final_text": trace.final_text, "error": trace.error, "traceback": trace.traceback}))
+    lines = [_json_line({"message": m}) for m in trace.messages]
+    lines.append(_json_line({"final_text": trace.final_text, "error": trace.error, "traceback": trace.traceback}))
     return lines
+
+
+def _json_line(value: Any) -> str:
+    """Readable UTF-8 JSON; text a model sent that is not valid Unicode is kept, as JSON escapes."""
+    line = json.dumps(value, ensure_ascii=False, default=str)
+    try:
+        line.encode("utf-8")
+        return line
+    except UnicodeEncodeError:
+        return json.dumps(value, ensure_ascii=True, default=str)

@@ -40,12 +40,26 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:120] or "x"
 
 
+def _utf8(text: str) -> str:
+    """Text a table can hold: lone surrogates (undecodable model bytes) become U+FFFD.
+
+    The transcript keeps them exactly (JSON-escaped); the tables need valid UTF-8.
+    """
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
 def _flatten(row: Mapping[str, Any]) -> dict[str, Any]:
     """Lists and dicts become JSON text so that every part has the same column types."""
     out = {}
     for key, value in row.items():
         if isinstance(value, list | tuple | dict):
-            out[key] = json.dumps(value, ensure_ascii=False, default=str)
+            out[key] = _utf8(json.dumps(value, ensure_ascii=False, default=str))
+        elif isinstance(value, str):
+            out[key] = _utf8(value)
         else:
             out[key] = value
     return out

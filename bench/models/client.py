@@ -9,7 +9,6 @@ unreachable endpoint is one clear :class:`ModelError`.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -19,7 +18,7 @@ from dataclasses import asdict
 from typing import Any
 
 from bench.models.cache import ResponseCache, request_hash
-from bench.models.parsing import parse_text_calls
+from bench.models.parsing import turn_from_output
 from bench.models.prompting import prompted_messages
 from bench.models.types import ModelRequest, ModelTurn, ParsedCall, ParseFailure, Usage
 from bench.wire import compact_json
@@ -197,25 +196,10 @@ class LiteLLMClient:
     ) -> ModelTurn:
         choice = response.choices[0]
         message = choice.message
-        text = message.content or ""
-        calls: list[ParsedCall] = []
-        failures: list[ParseFailure] = []
-        for i, tc in enumerate(getattr(message, "tool_calls", None) or []):
-            fn = tc.function
-            raw = fn.arguments or "{}"
-            try:
-                args: Any = json.loads(raw) if isinstance(raw, str) else raw
-                error = None
-            except json.JSONDecodeError as exc:
-                args, error = raw, f"arguments are not valid JSON: {exc}"
-            if not fn.name:
-                failures.append(ParseFailure("tool_calls", "no tool name", str(raw)[:200]))
-                continue
-            calls.append(ParsedCall(fn.name, args, id=tc.id or f"call_{i}", source="tool_calls", arguments_error=error))
-        parse_format = None
-        if not calls:
-            parsed = parse_text_calls(text)
-            calls, failures, parse_format = list(parsed.calls), failures + list(parsed.failures), parsed.format
+        native = []
+        for tc in getattr(message, "tool_calls", None) or []:
+            fn = getattr(tc, "function", None)
+            native.append((getattr(fn, "name", None), getattr(fn, "arguments", None), getattr(tc, "id", None)))
         usage = getattr(response, "usage", None)
         details = getattr(usage, "prompt_tokens_details", None)
         cached = getattr(details, "cached_tokens", None) if details is not None else None
@@ -225,11 +209,9 @@ class LiteLLMClient:
                 cost = float(litellm.completion_cost(completion_response=response) or 0.0)
             except Exception:  # no price known for this model: report 0 rather than fail the run
                 cost = 0.0
-        return ModelTurn(
-            text=text,
-            tool_calls=tuple(calls),
-            parse_failures=tuple(failures),
-            parse_format=parse_format,
+        return turn_from_output(
+            message.content,
+            native,
             usage=Usage(
                 prompt_tokens=getattr(usage, "prompt_tokens", None),
                 completion_tokens=getattr(usage, "completion_tokens", None),

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from bench.models.types import ParsedCall, ParseFailure
+from bench.models.types import ModelTurn, ParsedCall, ParseFailure
 
 MAX_TEXT = 200_000  # characters scanned; a runaway generation is cut, not parsed forever
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 _FENCE = re.compile(r"```[ \t]*(json|tool_call|tool_code|JSON)?[ \t]*\n?(.*?)(?:```|$)", re.DOTALL)
 _NAME_KEYS = ("name", "tool", "tool_name", "function_name")
+_CALL_START = re.compile(r'\{\s*"(?:name|tool|tool_name|function_name|function)"\s*:')
 _ARG_KEYS = ("arguments", "parameters", "args", "input", "params")
 
 
@@ -88,6 +89,74 @@ def normalise_call(obj: Any, source: str, index: int) -> ParsedCall | ParseFailu
     return ParsedCall(name=name.strip(), arguments=args, id=f"call_{index}", source=source, arguments_error=error)
 
 
+def parse_native_calls(items: Iterable[tuple[Any, Any, Any]]) -> tuple[list[ParsedCall], list[ParseFailure]]:
+    """Calls from a response's ``tool_calls`` field, given as ``(name, arguments, id)`` triples.
+
+    Providers send arguments as a JSON string (sometimes already an object); nothing a model writes
+    there can raise: a missing or non-string name is a :class:`ParseFailure`, arguments that are not
+    valid JSON (or nest too deep) are kept raw with ``arguments_error`` set.
+    """
+    calls: list[ParsedCall] = []
+    failures: list[ParseFailure] = []
+    for i, (name, raw, call_id) in enumerate(items):
+        if raw is None or (isinstance(raw, str) and not raw.strip()):
+            raw = "{}"
+        if not isinstance(name, str) or not name.strip():
+            failures.append(ParseFailure("tool_calls", "no tool name", _snippet(str(raw))))
+            continue
+        error = None
+        args: Any = raw
+        if isinstance(raw, str):
+            try:
+                args = _loads(raw[:MAX_TEXT])
+            except (ValueError, RecursionError) as exc:
+                args, error = raw[:MAX_TEXT], f"arguments are not valid JSON: {exc}"
+        calls.append(
+            ParsedCall(name.strip(), args, id=str(call_id or f"call_{i}"), source="tool_calls", arguments_error=error)
+        )
+    return calls, failures
+
+
+def clean(value: Any) -> Any:
+    """Model output made valid Unicode: lone surrogates (bytes no decoder could read) become U+FFFD.
+
+    Applied where output enters the harness, so that history, tables, transcripts and the next request
+    can always be encoded; dicts and lists are cleaned throughout.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {clean(k): clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(clean(v) for v in value)
+    return value
+
+
+def parse_turn(text: str, native: Iterable[tuple[Any, Any, Any]] = ()) -> TextParse:
+    """Everything a response holds: native calls first; only without any, calls written in the text.
+
+    ``text`` must already be :func:`clean`; native calls are cleaned here.
+    """
+    calls, failures = parse_native_calls(clean(tuple(native)))
+    if calls:
+        return TextParse(tuple(calls), tuple(failures), None)
+    parsed = parse_text_calls(text)
+    return TextParse(parsed.calls, tuple(failures) + parsed.failures, parsed.format)
+
+
+def turn_from_output(text: str | None, native: Iterable[tuple[Any, Any, Any]] = (), **fields: Any) -> ModelTurn:
+    """A :class:`ModelTurn` from a response's text and ``tool_calls`` (as ``(name, arguments, id)``)."""
+    text = clean(text if isinstance(text, str) else "")
+    parsed = parse_turn(text, native)
+    return ModelTurn(
+        text=text, tool_calls=parsed.calls, parse_failures=parsed.failures, parse_format=parsed.format, **fields
+    )
+
+
 def _calls_from_value(value: Any, source: str, start: int) -> Iterator[ParsedCall | ParseFailure]:
     items = value if isinstance(value, list) else [value]
     for i, item in enumerate(items):
@@ -143,9 +212,9 @@ def parse_text_calls(text: str) -> TextParse:
                 calls.append(item)
     if calls:
         return TextParse(tuple(calls), (), "bare_json")
-    start = text.find("{")
-    tail = text[start:].strip() if start != -1 else ""
-    if tail and any(f'"{k}"' in tail[:200] for k in _NAME_KEYS):
+    start = _CALL_START.search(text)  # where a call object begins, past any braces in the prose before it
+    tail = text[start.start() :].strip() if start else ""
+    if tail:
         try:
             value = _loads(tail)  # a truncated call: missing closing braces are repaired
         except ValueError as exc:

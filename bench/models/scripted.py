@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from bench.models.parsing import parse_text_calls
+from bench.models.parsing import turn_from_output
 from bench.models.types import ModelRequest, ModelTurn, ParsedCall, Usage
 from bench.wire import compact_json
 
@@ -22,8 +22,7 @@ def call_turn(*calls: tuple[str, Any], text: str = "") -> ModelTurn:
 
 def text_turn(text: str) -> ModelTurn:
     """A text answer; tool calls written in the text are parsed as the real client would."""
-    parsed = parse_text_calls(text)
-    return ModelTurn(text=text, tool_calls=parsed.calls, parse_failures=parsed.failures, parse_format=parsed.format)
+    return turn_from_output(text)
 
 
 class ScriptedClient:

@@ -113,8 +113,10 @@ def test_group_overrides_reach_the_cell(configs: Path, tmp_path: Path):
     assert set(episodes["tools_shown_first"]) == {5}
 
 
-def test_ray_launcher_runs_cells_on_a_local_ray_cluster(configs: Path, tmp_path: Path):
+def test_ray_launcher_runs_cells_on_a_local_ray_cluster(configs: Path, tmp_path: Path, monkeypatch):
     pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="make setup installs hydra-ray-launcher")
+    # a private HOME: Ray keeps an auth token in ~/.ray that an earlier in-process Ray may have left
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     ray_bin = Path(sys.executable).parent / "ray"
     port = _free_port()
     ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's socket paths must stay under 107 bytes
