@@ -11,6 +11,7 @@ from pathlib import Path
 from bench.catalog import CatalogError
 from bench.config import ConfigError, group_names, surface_config
 from bench.embedding import EmbeddingModelMissing
+from bench.secrets import redact
 from bench.wire import TokenizerUnavailable
 
 EXIT_USAGE = 2
@@ -171,13 +172,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (CatalogError, ConfigError, UsageError, EmbeddingModelMissing, TokenizerUnavailable) as exc:
-        print(f"surfbench: error: {exc}", file=sys.stderr)
+        print(f"surfbench: error: {redact(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except _runtime_errors() as exc:
-        print(f"surfbench: error: {exc}", file=sys.stderr)
+        print(f"surfbench: error: {redact(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except ValueError as exc:  # surface parameter errors and the like: still the user's input
-        print(f"surfbench: error: {exc}", file=sys.stderr)
+        print(f"surfbench: error: {redact(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("surfbench: interrupted; finished episodes are saved, re-run the same command to resume", file=sys.stderr)

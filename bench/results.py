@@ -24,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.secrets import redact
+
 TABLES = ("episodes", "steps", "calls")
 
 
@@ -57,9 +59,9 @@ def _flatten(row: Mapping[str, Any]) -> dict[str, Any]:
     out = {}
     for key, value in row.items():
         if isinstance(value, list | tuple | dict):
-            out[key] = _utf8(json.dumps(value, ensure_ascii=False, default=str))
+            out[key] = redact(_utf8(json.dumps(value, ensure_ascii=False, default=str)))
         elif isinstance(value, str):
-            out[key] = _utf8(value)
+            out[key] = redact(_utf8(value))
         else:
             out[key] = value
     return out
@@ -116,7 +118,7 @@ class RunStore:
     ) -> None:
         import pandas as pd
 
-        text = "\n".join(transcript) + "\n"
+        text = redact("\n".join(transcript) + "\n")
 
         def write_text(tmp: str) -> None:
             Path(tmp).write_text(text, encoding="utf-8")
@@ -142,7 +144,7 @@ class RunStore:
                 merged[key] = {**existing.get(key, {}), **info.get(key, {})}
             cells = {json.dumps(c, sort_keys=True) for c in existing.get("cells", []) + list(info.get("cells", []))}
             merged["cells"] = [json.loads(c) for c in sorted(cells)]
-            text = json.dumps(merged, indent=2, ensure_ascii=False, default=str) + "\n"
+            text = redact(json.dumps(merged, indent=2, ensure_ascii=False, default=str)) + "\n"
             _atomic_write_bytes(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from bench.config import SurfaceConfig, surface_config
+from bench.config import ConfigError, SurfaceConfig, surface_config
 from bench.episode import Complete, LoopSettings, run_episode, transcript_lines
 from bench.models import ModelConfig, ModelPool, model_config
 from bench.records import EpisodeTrace
@@ -75,9 +75,19 @@ def resolve_cell(
     ``surface_data`` / ``model_data``: the group configs as Hydra composed them (with overrides such as
     ``surface.params.k=10`` or ``model.threads=1``); without them the YAML files are read.
     """
+    for field_name in ("limit", "repeats", "max_steps"):
+        value = getattr(spec, field_name)
+        if value is not None and value < 1:
+            raise ConfigError(f"{field_name}={value}: must be a positive number (or null for the default)")
     suite = load_suite(spec.suite)
     surface_cfg = surface_config(spec.surface, surface_data)
-    surface = build_surface(suite.catalog, surface_cfg.kind, surface_cfg.params, name=surface_cfg.name)
+    try:
+        surface = build_surface(suite.catalog, surface_cfg.kind, surface_cfg.params, name=surface_cfg.name)
+    except (ValueError, TypeError, KeyError) as exc:  # a parameter the surface cannot use
+        raise ConfigError(
+            f"configs/surface/{spec.surface}.yaml: params {surface_cfg.params} rejected by surface "
+            f"{surface_cfg.kind!r}: {exc}"
+        ) from None
     model_cfg = model_config(spec.model, model_data)
     tasks = suite.select(spec.split, list(spec.tasks) or None, spec.limit)
     mode = spec.mode or model_cfg.mode

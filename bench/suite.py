@@ -30,6 +30,7 @@ A task::
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -153,12 +154,14 @@ class Suite:
         return tasks[:limit] if limit else tasks
 
 
-def suites_root() -> Path:
-    return Path(__file__).resolve().parent.parent / "tasks"
+def suites_roots() -> list[Path]:
+    """Where suites are looked up by name: folders in ``SURFBENCH_SUITES`` (``:``-separated), then ``tasks/``."""
+    extra = [Path(p) for p in os.environ.get("SURFBENCH_SUITES", "").split(os.pathsep) if p]
+    return [*extra, Path(__file__).resolve().parent.parent / "tasks"]
 
 
 def suite_names() -> list[str]:
-    return sorted(p.parent.name for p in suites_root().glob("*/suite.yaml"))
+    return sorted({p.parent.name for root in suites_roots() for p in root.glob("*/suite.yaml")})
 
 
 def _resolve(folder: Path, spec: str) -> str:
@@ -173,7 +176,8 @@ def _resolve(folder: Path, spec: str) -> str:
 def load_suite(name_or_path: str) -> Suite:
     folder = Path(name_or_path)
     if not (folder / "suite.yaml").is_file():
-        folder = suites_root() / name_or_path
+        found = [root / name_or_path for root in suites_roots() if (root / name_or_path / "suite.yaml").is_file()]
+        folder = found[0] if found else suites_roots()[-1] / name_or_path
     path = folder / "suite.yaml"
     if not path.is_file():
         near = closest(name_or_path, suite_names())

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import config_dir
+from bench.secrets import redact
 
 _POOL: Any = None  # one ModelPool per process: sequential cells reuse a model's server
 
@@ -73,6 +74,8 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]
         f"sweep-{spec.suite}-{spec.split}" if multirun else f"{spec.suite}-{spec.split}-{spec.surface}-{spec.model}"
     )
     run_name = str(cfg.run) if cfg.run else default_run
+    pool = _pool(bool(cfg.no_cache))
+    pool.client(cell.model_cfg)  # weights pulled, API key set: fail before anything is written
     store = RunStore(Path(str(cfg.results_dir)) / run_name)
     store.prepare()
     store.write_run_info(
@@ -84,7 +87,6 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]
             ],
         }
     )
-    pool = _pool(bool(cfg.no_cache))
     print(
         f"run {run_name}: {cell.spec.label()} ({cell.mode}), {len(cell.tasks)} task(s) x {spec.repeats}",
         file=sys.stderr,
@@ -113,6 +115,10 @@ def main(overrides: Sequence[str]) -> int:
     from bench.models.server import install_signal_handlers
 
     failures: list[str] = []
+    problem = _results_dir_problem(overrides)
+    if problem:
+        print(f"surfbench: error: {problem}", file=sys.stderr)
+        return 2
     install_signal_handlers()
     # Cells may run in other processes (joblib, Ray): each failing cell leaves a marker file here, which
     # those processes find through the environment they inherit, so the exit code counts every cell.
@@ -128,11 +134,12 @@ def main(overrides: Sequence[str]) -> int:
             return run_job(cfg, choices, multirun)
         except Exception as exc:  # one failing cell is reported; the other cells of a sweep go on
             label = f"{choices.get('suite')}/{choices.get('surface')}/{choices.get('model')}"
-            failures.append(f"{label}: {exc}")
-            _mark_failure(f"{label}: {exc}")
-            print(f"surfbench: error in cell {label}: {exc}", file=sys.stderr)
+            message = redact(f"{label}: {exc}")
+            failures.append(message)
+            _mark_failure(message)
+            print(f"surfbench: error in cell {message}", file=sys.stderr)
             if not _user_error(exc):
-                traceback.print_exc()
+                print(redact(traceback.format_exc()), file=sys.stderr)
             return None
 
     saved = sys.argv
@@ -154,6 +161,23 @@ def main(overrides: Sequence[str]) -> int:
 
 
 FAILURE_DIR_ENV = "SURFBENCH_FAILURE_DIR"
+
+
+def _results_dir_problem(overrides: Sequence[str]) -> str | None:
+    """Hydra writes under ``results_dir`` before any cell runs: check it first, with a clear message."""
+    value = next((o.split("=", 1)[1] for o in overrides if o.startswith("results_dir=")), "results")
+    folder = Path(value)
+    for parent in (folder, *folder.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                return (
+                    f"results directory {folder} cannot be created: {parent} is a file; "
+                    "choose another with results_dir=..."
+                )
+            if not os.access(parent, os.W_OK | os.X_OK):
+                return f"results directory {folder}: {parent} is not writable; choose another with results_dir=..."
+            return None
+    return None
 
 
 def _mark_failure(text: str) -> None:

@@ -15,6 +15,7 @@ from bench.models.client import LiteLLMClient, ModelError
 from bench.models.local import ModelUnavailable, embedded, require
 from bench.models.server import LocalServer, ServerError, ServerSettings
 from bench.models.types import CallingMode, ModelRequest, ModelTurn
+from bench.secrets import register as register_secret
 
 __all__ = [
     "ModelClient",
@@ -140,6 +141,7 @@ class ModelPool:
             key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
             if cfg.api_key_env and not key:
                 raise ModelError(f"model {cfg.name!r} needs the environment variable {cfg.api_key_env} (its API key)")
+            register_secret(key, cfg.api_key_env or "api key")
             assert cfg.model is not None
             client = LiteLLMClient(cfg.model, api_base=cfg.api_base, api_key=key, cache=self.cache)
         self.clients[cfg.name] = client

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.paths import cache_root
+from bench.secrets import redact
 
 
 def request_hash(payload: dict[str, Any]) -> str:
@@ -42,7 +43,7 @@ class ResponseCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         try:
-            tmp.write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
+            tmp.write_text(redact(json.dumps(value, ensure_ascii=False)), encoding="utf-8")
             os.replace(tmp, path)
         finally:
             with contextlib.suppress(FileNotFoundError):

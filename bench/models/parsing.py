@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.models.types import ModelTurn, ParsedCall, ParseFailure
+from bench.secrets import redact, redact_value
 
 MAX_TEXT = 200_000  # characters scanned; a runaway generation is cut, not parsed forever
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
@@ -150,8 +151,8 @@ def parse_turn(text: str, native: Iterable[tuple[Any, Any, Any]] = ()) -> TextPa
 
 def turn_from_output(text: str | None, native: Iterable[tuple[Any, Any, Any]] = (), **fields: Any) -> ModelTurn:
     """A :class:`ModelTurn` from a response's text and ``tool_calls`` (as ``(name, arguments, id)``)."""
-    text = clean(text if isinstance(text, str) else "")
-    parsed = parse_turn(text, native)
+    text = redact(clean(text if isinstance(text, str) else ""))
+    parsed = parse_turn(text, redact_value(clean(tuple(native))))
     return ModelTurn(
         text=text, tool_calls=parsed.calls, parse_failures=parsed.failures, parse_format=parsed.format, **fields
     )
