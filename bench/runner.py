@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -31,6 +32,9 @@ class CellSpec:
     max_steps: int | None = None
     order: str = "cache"
     """``cache``: episodes whose requests share a prefix run back to back; ``naive``: task order."""
+    episode_retries: int = 1
+    """How often an episode that the model endpoint failed (unreachable, server died) is run again from
+    the start before it is recorded as an error; the cell goes on either way."""
 
     def label(self) -> str:
         mode = f"/{self.mode}" if self.mode else ""
@@ -75,6 +79,8 @@ def resolve_cell(
     ``surface_data`` / ``model_data``: the group configs as Hydra composed them (with overrides such as
     ``surface.params.k=10`` or ``model.threads=1``); without them the YAML files are read.
     """
+    if spec.episode_retries < 0:
+        raise ConfigError(f"episode_retries={spec.episode_retries}: must be 0 or more")
     for field_name in ("limit", "repeats", "max_steps"):
         value = getattr(spec, field_name)
         if value is not None and value < 1:
@@ -209,6 +215,11 @@ def episode_order(cell: Cell) -> list[tuple[Task, int]]:
     return [(t, r) for t in tasks for r in repeats]
 
 
+def _endpoint_failure(trace: EpisodeTrace) -> bool:
+    """The episode ended because the model endpoint failed (not because of anything the model did)."""
+    return bool(trace.error) and str(trace.error).startswith(("ModelError", "ServerError"))
+
+
 def run_cell(
     cell: Cell,
     pool: ModelPool,
@@ -235,12 +246,24 @@ def run_cell(
 
     rows = []
     for task, repeat in todo:
-        backend = cell.suite.new_backend(task)
-        session = cell.surface.session(task.turns[0])
         settings = cell.settings if repeat == 0 else replace(cell.settings, seed=(cell.settings.seed or 0) + repeat)
-        trace = run_episode(task, session, backend, model, settings, cell.suite.system_prompt, schema_of)
+        attempts = 0
+        while True:
+            attempts += 1
+            backend = cell.suite.new_backend(task)
+            session = cell.surface.session(task.turns[0])
+            trace = run_episode(task, session, backend, model, settings, cell.suite.system_prompt, schema_of)
+            if not _endpoint_failure(trace) or attempts > cell.spec.episode_retries:
+                break
+            print(
+                f"surfbench: {cell.episode_key(task, repeat)}: {trace.error}; running the episode again "
+                f"({attempts}/{cell.spec.episode_retries})",
+                file=sys.stderr,
+                flush=True,
+            )
         score = score_episode(task, trace, catalog)
         episode, steps, calls = episode_rows(cell, task, repeat, trace, score, run_name)
+        episode["attempts"] = attempts
         store.write_episode(episode["episode_key"], episode, steps, calls, transcript_lines(trace))
         rows.append(episode)
         finished += 1

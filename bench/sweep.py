@@ -62,6 +62,7 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]
         mode=str(cfg.mode) if cfg.mode else None,
         max_steps=int(cfg.max_steps) if cfg.max_steps is not None else None,
         order=str(cfg.order),
+        episode_retries=int(cfg.get("episode_retries", 1)),
     )
     from omegaconf import OmegaConf
 

@@ -6,6 +6,7 @@ reused for the whole run, stopped at the end); ``provider: litellm`` is any Lite
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -126,6 +127,19 @@ class ModelPool:
                 server.start()
                 return server.api_base
 
+            def revive() -> str | None:
+                """Restart the server if its process is gone; None if it is alive (a real failure)."""
+                if server.alive():
+                    return None
+                code = server.proc.returncode if server.proc is not None else None
+                server.restart()
+                print(
+                    f"surfbench: the {cfg.name} server had died (exit code {code}); restarted at {server.api_base}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                return server.api_base
+
             weights = embedded(cfg.embedded)
             client = LiteLLMClient(
                 f"openai/{cfg.name}",
@@ -133,6 +147,7 @@ class ModelPool:
                 cache=self.cache,
                 is_local=True,
                 start=start,
+                revive=revive,
                 identity=f"{weights.sha256}|ctx={cfg.n_ctx}|fmt={cfg.chat_format}",
             )
         else:

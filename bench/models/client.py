@@ -91,10 +91,15 @@ class LiteLLMClient:
         is_local: bool = False,
         start: Callable[[], str] | None = None,
         identity: str = "",
+        revive: Callable[[], str | None] | None = None,
+        max_revivals: int = 3,
     ) -> None:
         self.model = model
         self.api_base = api_base
         self._start = start
+        self._revive = revive
+        self.revivals_left = max_revivals
+        self.revivals = 0
         self.identity = identity or model
         self.api_key = api_key
         self.cache = cache
@@ -160,6 +165,13 @@ class LiteLLMClient:
                         f"{self.model}: the provider rejected the credentials ({type(exc).__name__}); set the "
                         "provider's API key in the environment (e.g. OPENAI_API_KEY, ANTHROPIC_API_KEY)"
                     ) from None
+                if self._revive is not None and self.revivals_left > 0:
+                    new_base = self._revive()  # None unless the local server died; then a new one, send again
+                    if new_base is not None:
+                        self.api_base = new_base
+                        self.revivals_left -= 1
+                        self.revivals += 1
+                        continue
                 if not _transient(exc) or attempt >= self.retries:
                     where = f" at {self.api_base}" if self.api_base else ""
                     kind = "unreachable" if "Connection" in type(exc).__name__ else "failed"

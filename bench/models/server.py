@@ -98,7 +98,7 @@ class LocalServer:
             ) from None
         self.port = free_port()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_path.open("wb")
+        self._log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             self.command(),
             stdout=self._log,

@@ -1,0 +1,53 @@
+"""A failing model endpoint: episodes are run again, then recorded as errors; the cell goes on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.models import ModelPool
+from bench.models.client import ModelError
+from bench.models.scripted import OracleClient
+from bench.models.types import ModelRequest, ModelTurn
+from bench.results import RunStore, load_runs
+from bench.runner import CellSpec, resolve_cell, run_cell
+
+
+class Flaky:
+    """The oracle, except that the endpoint fails on the calls numbered in ``failing``."""
+
+    def __init__(self, failing: set[int]) -> None:
+        self.oracle = OracleClient("notes_mcp")
+        self.failing = failing
+        self.calls = 0
+
+    def complete(self, request: ModelRequest) -> ModelTurn:
+        self.calls += 1
+        if self.calls in self.failing:
+            raise ModelError("openai/x at http://127.0.0.1:1/v1: call unreachable after 4 attempt(s)")
+        return self.oracle.complete(request)
+
+
+def run(tmp_path: Path, client: Flaky, retries: int = 1):
+    spec = CellSpec("notes_mcp", "full", "qwen2.5-coder-0.5b-instruct", split="dev", episode_retries=retries)
+    cell = resolve_cell(spec)
+    store = RunStore(tmp_path / "run")
+    store.prepare()
+    store.write_run_info({"cells": []})
+    rows = run_cell(cell, ModelPool(None), store, "run", client=client)
+    return cell, rows, load_runs([tmp_path / "run"])
+
+
+def test_an_episode_the_endpoint_failed_is_run_again_from_the_start(tmp_path: Path):
+    cell, rows, episodes = run(tmp_path, Flaky(failing={2}))
+    assert len(episodes) == len(cell.tasks)
+    assert episodes["error"].isna().all() and episodes["success"].all()
+    assert sorted(episodes["attempts"]) == [1] * (len(cell.tasks) - 1) + [2]
+
+
+def test_after_the_configured_retries_the_episode_is_an_error_and_the_cell_goes_on(tmp_path: Path):
+    cell, rows, episodes = run(tmp_path, Flaky(failing=set(range(1, 4))), retries=2)
+    failed = episodes[episodes["error"].notna()]
+    assert len(episodes) == len(cell.tasks), "every task still has its episode"
+    assert len(failed) == 1 and failed["attempts"].iloc[0] == 3
+    assert failed["error"].iloc[0].startswith("ModelError") and "harness_error" in failed["error_types"].iloc[0]
+    assert episodes[episodes["error"].isna()]["success"].all()
