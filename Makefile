@@ -40,7 +40,11 @@ test: lint model
 	$(PY) -m pytest -q
 
 bench: setup
-	$(PY) scripts/bench_surfaces.py
+	@# every benchmark runs even if an earlier one misses its target; the exit code reports any miss
+	$(PY) scripts/bench_surfaces.py; s=$$?; \
+	$(PY) scripts/bench_order.py --no-timed; o=$$?; \
+	$(PY) scripts/bench_throughput.py; t=$$?; \
+	exit $$((s | o | t))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
