@@ -8,6 +8,7 @@ recorded with its traceback.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -201,7 +202,7 @@ def _step_record(
         request_bytes=turn.request_bytes,
         request_bytes_source=turn.request_bytes_source,
         prompt_tokens=turn.usage.prompt_tokens,
-        prompt_tokens_est=count_tokens(rendered + tool_text, "o200k_base"),
+        prompt_tokens_est=count_tokens(rendered, "o200k_base") + _tool_tokens(prefix_hash, tool_text),
         cached_prompt_tokens=turn.usage.cached_prompt_tokens,
         completion_tokens=turn.usage.completion_tokens,
         latency_s=turn.latency_s,
@@ -217,6 +218,12 @@ def _step_record(
         cost_usd=turn.cost_usd,
         text=(turn.text or "")[:2000],
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _tool_tokens(prefix_hash: str, tool_text: str) -> int:
+    """Tokens of a tool block, counted once per distinct block (steps repeat it)."""
+    return count_tokens(tool_text, "o200k_base")
 
 
 def transcript_lines(trace: EpisodeTrace) -> list[str]:

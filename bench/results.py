@@ -19,6 +19,7 @@ import platform
 import re
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -83,9 +84,26 @@ def _atomic_write_bytes(path: Path, writer: Any) -> None:
             os.unlink(tmp)
 
 
+GROUP_MARK = "+"  # part-<first key>+<n more>-<id>.parquet holds a group of episodes
+
+
 class RunStore:
-    def __init__(self, root: Path) -> None:
+    """One run folder. Episodes are committed atomically, one by one or in small groups.
+
+    ``commit_interval_s`` > 0 turns on group commit: episodes that finish quickly (a scripted model, a
+    response-cache hit) are held for at most that long and written together, one part per table for
+    the group; an episode that itself took longer than the interval is written at once (with a real
+    model that is every episode). A SIGKILL then loses at most the quick episodes of the last interval,
+    which cost nothing to redo; :meth:`flush` (called when a cell ends, also on errors and signals)
+    writes whatever is held.
+    """
+
+    def __init__(self, root: Path, commit_interval_s: float = 0.0) -> None:
         self.root = root
+        self.commit_interval_s = commit_interval_s
+        self._held: list[tuple[str, Mapping[str, Any], Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]], str]]
+        self._held = []
+        self._held_since = 0.0
 
     def prepare(self) -> None:
         try:
@@ -103,10 +121,19 @@ class RunStore:
         return self.root / f"{table}.parquet" / f"part-{safe_name(key)}.parquet"
 
     def done_keys(self) -> set[str]:
+        """Keys of the episodes committed: from part names, or read from the parts of a group."""
         folder = self.root / "episodes.parquet"
         if not folder.is_dir():
             return set()
-        return {p.name[len("part-") : -len(".parquet")] for p in folder.glob("part-*.parquet")}
+        done: set[str] = set()
+        for path in folder.glob("part-*.parquet"):
+            if GROUP_MARK in path.name:
+                import pyarrow.parquet as pq
+
+                done.update(str(k) for k in pq.read_table(path, columns=["episode_key"]).column(0).to_pylist())
+            else:
+                done.add(path.name[len("part-") : -len(".parquet")])
+        return done
 
     def write_episode(
         self,
@@ -115,20 +142,42 @@ class RunStore:
         steps: Sequence[Mapping[str, Any]],
         calls: Sequence[Mapping[str, Any]],
         transcript: Iterable[str],
+        took_s: float | None = None,
     ) -> None:
-        import pandas as pd
+        """Commit one episode (or hold it for a group commit; see the class docstring)."""
+        import time
 
         text = redact("\n".join(transcript) + "\n")
+        self._held.append((key, episode, steps, calls, text))
+        now = time.monotonic()
+        if len(self._held) == 1:
+            self._held_since = now
+        slow = took_s is None or took_s >= self.commit_interval_s
+        if slow or now - self._held_since >= self.commit_interval_s or len(self._held) >= 1000:
+            self.flush()
 
-        def write_text(tmp: str) -> None:
-            Path(tmp).write_text(text, encoding="utf-8")
+    def flush(self) -> None:
+        """Write every held episode: transcripts, then steps and calls, then episodes (the commit)."""
+        held, self._held = self._held, []
+        if not held:
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
-        _atomic_write_bytes(self.root / "transcripts" / f"{safe_name(key)}.jsonl", write_text)
-        for table, rows in (("steps", steps), ("calls", calls)):
-            frame = pd.DataFrame([_flatten(r) for r in rows]) if rows else pd.DataFrame({"episode_key": []})
-            _atomic_write_bytes(self.part(table, key), lambda tmp, f=frame: f.to_parquet(tmp, index=False))
-        frame = pd.DataFrame([_flatten(episode)])
-        _atomic_write_bytes(self.part("episodes", key), lambda tmp: frame.to_parquet(tmp, index=False))
+        for key, _, _, _, text in held:
+            path = self.root / "transcripts" / f"{safe_name(key)}.jsonl"
+            _atomic_write_bytes(path, lambda tmp, t=text: Path(tmp).write_text(t, encoding="utf-8"))
+        first = safe_name(held[0][0])
+        name = first if len(held) == 1 else f"{first[:80]}{GROUP_MARK}{len(held) - 1}-{uuid.uuid4().hex[:8]}"
+        tables = (
+            ("steps", [_flatten(r) for h in held for r in h[2]]),
+            ("calls", [_flatten(r) for h in held for r in h[3]]),
+            ("episodes", [_flatten(h[1]) for h in held]),
+        )
+        for table, rows in tables:
+            data = pa.Table.from_pylist(rows) if rows else pa.table({"episode_key": pa.array([], pa.string())})
+            path = self.root / f"{table}.parquet" / f"part-{name}.parquet"
+            _atomic_write_bytes(path, lambda tmp, d=data: pq.write_table(d, tmp))
 
     def write_run_info(self, info: Mapping[str, Any]) -> None:
         """Merge ``info`` into run.json; cells accumulate (parallel sweep jobs take a lock)."""

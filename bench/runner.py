@@ -245,28 +245,33 @@ def run_cell(
         return op.parameters if op else None
 
     rows = []
-    for task, repeat in todo:
-        settings = cell.settings if repeat == 0 else replace(cell.settings, seed=(cell.settings.seed or 0) + repeat)
-        attempts = 0
-        while True:
-            attempts += 1
-            backend = cell.suite.new_backend(task)
-            session = cell.surface.session(task.turns[0])
-            trace = run_episode(task, session, backend, model, settings, cell.suite.system_prompt, schema_of)
-            if not _endpoint_failure(trace) or attempts > cell.spec.episode_retries:
-                break
-            print(
-                f"surfbench: {cell.episode_key(task, repeat)}: {trace.error}; running the episode again "
-                f"({attempts}/{cell.spec.episode_retries})",
-                file=sys.stderr,
-                flush=True,
+    try:
+        for task, repeat in todo:
+            settings = cell.settings if repeat == 0 else replace(cell.settings, seed=(cell.settings.seed or 0) + repeat)
+            attempts = 0
+            while True:
+                attempts += 1
+                backend = cell.suite.new_backend(task)
+                session = cell.surface.session(task.turns[0])
+                trace = run_episode(task, session, backend, model, settings, cell.suite.system_prompt, schema_of)
+                if not _endpoint_failure(trace) or attempts > cell.spec.episode_retries:
+                    break
+                print(
+                    f"surfbench: {cell.episode_key(task, repeat)}: {trace.error}; running the episode again "
+                    f"({attempts}/{cell.spec.episode_retries})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            score = score_episode(task, trace, catalog)
+            episode, steps, calls = episode_rows(cell, task, repeat, trace, score, run_name)
+            episode["attempts"] = attempts
+            store.write_episode(
+                episode["episode_key"], episode, steps, calls, transcript_lines(trace), took_s=trace.wall_s
             )
-        score = score_episode(task, trace, catalog)
-        episode, steps, calls = episode_rows(cell, task, repeat, trace, score, run_name)
-        episode["attempts"] = attempts
-        store.write_episode(episode["episode_key"], episode, steps, calls, transcript_lines(trace))
-        rows.append(episode)
-        finished += 1
-        if progress:
-            progress(cell, finished, total, episode)
+            rows.append(episode)
+            finished += 1
+            if progress:
+                progress(cell, finished, total, episode)
+    finally:  # held episodes are finished ones: commit them, also on errors and signals
+        store.flush()
     return rows

@@ -77,7 +77,7 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]
     run_name = str(cfg.run) if cfg.run else default_run
     pool = _pool(bool(cfg.no_cache))
     pool.client(cell.model_cfg)  # weights pulled, API key set: fail before anything is written
-    store = RunStore(Path(str(cfg.results_dir)) / run_name)
+    store = RunStore(Path(str(cfg.results_dir)) / run_name, commit_interval_s=COMMIT_INTERVAL_S)
     store.prepare()
     store.write_run_info(
         {
@@ -162,6 +162,7 @@ def main(overrides: Sequence[str]) -> int:
 
 
 FAILURE_DIR_ENV = "SURFBENCH_FAILURE_DIR"
+COMMIT_INTERVAL_S = 0.5  # quick episodes (scripted, cached) are committed in groups at most this old
 
 
 def _results_dir_problem(overrides: Sequence[str]) -> str | None:

@@ -36,20 +36,22 @@ def surfbench_rate(n: int) -> dict:
     from bench.models.scripted import OracleClient
     from bench.results import RunStore, load_runs
     from bench.runner import CellSpec, resolve_cell, run_cell
+    from bench.sweep import COMMIT_INTERVAL_S
 
     tasks = 7
     repeats = max(1, n // tasks)
     cell = resolve_cell(CellSpec("notes_mcp", "full", "qwen2.5-coder-0.5b-instruct", split="all", repeats=repeats))
     oracle = OracleClient("notes_mcp")
     with tempfile.TemporaryDirectory() as tmp:
-        store = RunStore(Path(tmp) / "run")
+        store = RunStore(Path(tmp) / "run", commit_interval_s=COMMIT_INTERVAL_S)  # as `surfbench run` does
         store.prepare()
+        store.write_run_info({"cells": []})
         start = time.perf_counter()
         run_cell(cell, ModelPool(None), store, "throughput", client=oracle)
         wall = time.perf_counter() - start
-        episodes = load_runs([store.root]) if (store.root / "run.json").exists() else None
-        done = len(list((store.root / "episodes.parquet").glob("part-*.parquet")))
-        ok = float(episodes["success"].mean()) if episodes is not None else None
+        episodes = load_runs([store.root])
+        done = len(episodes)
+        ok = round(float(episodes["success"].mean()), 3)
     return {"harness": "surfbench", "episodes": done, "wall_s": round(wall, 2), "per_s": round(done / wall, 1),
             "success": ok}  # fmt: skip
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from bench.results import ResultsError, RunStore, load_runs
@@ -96,17 +96,18 @@ def test_a_full_disk_mid_episode_leaves_no_corrupt_table(tmp_path: Path, monkeyp
     store.write_run_info({"cells": []})
     row = {"episode_key": "e1", "run": "r", "task_id": "t", "surface": "full", "model": "m", "mode": "native"}
     store.write_episode("e1", row, [{"episode_key": "e1", "step": 0}], [], ["{}"])
-    real = pd.DataFrame.to_parquet
+    assert store.done_keys() == {"e1"}, "without group commit an episode is written at once"
+    real = pq.write_table
     writes = {"n": 0}
 
-    def fill_up(self, path, *a, **kw):
+    def fill_up(table, path, *a, **kw):
         writes["n"] += 1
         if writes["n"] == 2:  # steps written, then the disk is full
-            real(self, path, *a, **kw)
+            real(table, path, *a, **kw)
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real(self, path, *a, **kw)
+        return real(table, path, *a, **kw)
 
-    monkeypatch.setattr(pd.DataFrame, "to_parquet", fill_up)
+    monkeypatch.setattr(pq, "write_table", fill_up)
     with pytest.raises(ResultsError, match="No space left"):
         store.write_episode("e2", {**row, "episode_key": "e2"}, [{"episode_key": "e2", "step": 0}], [], ["{}"])
     monkeypatch.undo()
@@ -116,3 +117,21 @@ def test_a_full_disk_mid_episode_leaves_no_corrupt_table(tmp_path: Path, monkeyp
     assert not list((tmp_path / "run").rglob("*.tmp"))
     for table in ("steps", "calls"):
         load_runs([tmp_path / "run"], table)  # every part still reads
+
+
+def test_group_commit_holds_quick_episodes_briefly_and_resume_reads_groups(tmp_path: Path):
+    store = RunStore(tmp_path / "run", commit_interval_s=60)
+    store.prepare()
+    store.write_run_info({"cells": []})
+    for i in range(5):  # quick episodes (a scripted model): held
+        key = f"e{i}"
+        store.write_episode(
+            key, {"episode_key": key, "step_count": i}, [{"episode_key": key, "step": 0}], [], ["{}"], 0.01
+        )
+    assert store.done_keys() == set(), "held, not yet committed"
+    store.write_episode("slow", {"episode_key": "slow", "step_count": 9}, [], [], ["{}"], took_s=61)  # commits all
+    assert store.done_keys() == {"e0", "e1", "e2", "e3", "e4", "slow"}
+    parts = list((tmp_path / "run" / "episodes.parquet").glob("part-*.parquet"))
+    assert len(parts) == 1, "one group, one part per table"
+    assert len(load_runs([tmp_path / "run"])) == 6 and len(load_runs([tmp_path / "run"], "steps")) == 5
+    assert len(list((tmp_path / "run" / "transcripts").glob("*.jsonl"))) == 6
