@@ -54,6 +54,8 @@ class ServerSettings:
     n_threads: int = 2
     chat_format: str | None = None
     n_batch: int = 512
+    verbose: bool = False
+    """llama.cpp's own per-request timings and prefix-cache notes in the server log (benchmarks)."""
 
 
 class LocalServer:
@@ -80,7 +82,7 @@ class LocalServer:
             "--model", str(s.model_path), "--model_alias", s.alias,
             "--host", "127.0.0.1", "--port", str(self.port),
             "--n_ctx", str(s.n_ctx), "--n_threads", str(s.n_threads), "--n_threads_batch", str(s.n_threads),
-            "--n_batch", str(s.n_batch), "--verbose", "False",
+            "--n_batch", str(s.n_batch), "--verbose", str(s.verbose),
         ]  # fmt: skip
         if s.chat_format:
             cmd += ["--chat_format", s.chat_format]
