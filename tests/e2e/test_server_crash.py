@@ -24,7 +24,7 @@ def test_a_killed_server_is_restarted_and_no_episode_is_lost(tmp_path: Path):
     require_local_model(MODEL)
     cmd = [
         sys.executable, "-m", "bench.cli", "run", "suite=forge", "surface=core", f"model={MODEL}", "split=dev",
-        "limit=3", "max_steps=2", "no_cache=true", f"results_dir={tmp_path}", "run=crash",
+        "limit=2", "max_steps=2", "no_cache=true", f"results_dir={tmp_path}", "run=crash",
     ]  # fmt: skip
     log = tmp_path / "harness.log"
     with log.open("w") as out:
@@ -38,7 +38,7 @@ def test_a_killed_server_is_restarted_and_no_episode_is_lost(tmp_path: Path):
         while time.monotonic() < deadline and harness.poll() is None:
             servers = servers_of(harness.pid)
             if servers and not killed and len(list(parts.glob("part-*.parquet"))) >= 1:
-                os.kill(servers[0], signal.SIGKILL)  # mid-run: one episode saved, two to go
+                os.kill(servers[0], signal.SIGKILL)  # mid-run: one episode saved, one to go
                 killed.append(servers[0])
             time.sleep(0.2)
         harness.wait(timeout=60)
@@ -52,5 +52,5 @@ def test_a_killed_server_is_restarted_and_no_episode_is_lost(tmp_path: Path):
     assert harness.returncode == 0, text[-3000:]
     assert "server had died" in text and "restarted" in text, text[-3000:]
     episodes = load_runs([tmp_path / "crash"])
-    assert len(episodes) == 3 and episodes["episode_key"].is_unique
+    assert len(episodes) == 2 and episodes["episode_key"].is_unique
     assert episodes["error"].isna().all(), episodes["error"].tolist()
