@@ -39,12 +39,14 @@ lint: setup
 test: lint model
 	$(PY) -m pytest -q
 
-bench: setup
+bench: model
 	@# every benchmark runs even if an earlier one misses its target; the exit code reports any miss
 	$(PY) scripts/bench_surfaces.py; s=$$?; \
-	$(PY) scripts/bench_order.py --no-timed; o=$$?; \
+	$(PY) scripts/bench_order.py; o=$$?; \
 	$(PY) scripts/bench_throughput.py; t=$$?; \
-	exit $$((s | o | t))
+	$(PY) scripts/bench_harness.py; h=$$?; \
+	$(PY) scripts/bench_table.py; \
+	exit $$((s | o | t | h))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

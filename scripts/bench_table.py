@@ -1,0 +1,84 @@
+"""The performance table of issue 7, from the JSON the benchmark scripts wrote into results/bench/.
+
+    python scripts/bench_table.py      # prints markdown and writes results/bench/table.md
+
+Each row says which script measured it, when, and whether its target is met; a benchmark that has not
+been run yet is listed as such, never filled in.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "results" / "bench"
+
+
+def load(name: str) -> dict[str, Any] | None:
+    path = BENCH / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "**missed**"
+
+
+def rows() -> list[tuple[str, str, str, str, str]]:
+    out = []
+    h = load("harness")
+    if h:
+        out.append(("harness overhead (share of wall time not waiting for the model)",
+                    f"{h['harness_overhead']:.2%} ({h['episodes']} episodes, {h['requests']} requests, {h['surface']})",
+                    "<= 1%", verdict(h["harness_overhead"] <= 0.01), f"bench_harness.py, {h['date']}"))  # fmt: skip
+        out.append(("wall time / the model's own compute time (llama.cpp timers)",
+                    f"{h['wall_over_compute']}x ({h['uncached_prompt_tokens']:,} uncached prompt tokens at "
+                    f"{h['prompt_tok_per_s']} tok/s, {h['completion_tokens']:,} generated at "
+                    f"{h['gen_tok_per_s']} tok/s)",
+                    "<= 1.2x", verdict(h["wall_over_compute"] <= 1.2), f"bench_harness.py, {h['date']}"))  # fmt: skip
+    else:
+        out.append(("harness overhead; wall / model compute", "not run yet", "", "", "bench_harness.py"))
+    o = load("order")
+    if o:
+        for w in o["prefill"]:
+            target = ">= 3x" if w["surface"] == "full" else "-"
+            ok = verdict(w["ratio"] >= 3) if w["surface"] == "full" else ""
+            out.append((f"cache-aware vs naive order: prefill work, {w['surface']}, {w['repeats']} repeat(s)",
+                        f"{w['ratio']}x ({w['naive_chars']:,} vs {w['cache_chars']:,} characters to prefill)",
+                        target, ok, f"bench_order.py, {o['date']}"))  # fmt: skip
+        timed = o.get("timed") or []
+        if len(timed) == 2:
+            ratio = timed[0]["model_s"] / max(timed[1]["model_s"], 1e-9)
+            out.append((f"cache-aware vs naive order: model time, {timed[0]['surface']}, real server",
+                        f"{ratio:.2f}x ({timed[0]['model_s']} s vs {timed[1]['model_s']} s, "
+                        f"{timed[0]['episodes']} episodes each)", "-", "", f"bench_order.py, {o['date']}"))  # fmt: skip
+    t = load("throughput")
+    if t:
+        s, i = t["rows"][0], t["rows"][1]
+        out.append(("scripted-model throughput vs inspect-ai (same task, same run)",
+                    f"{t['ratio']}x ({s['per_s']} vs {i['per_s']} episodes/s)", ">= 5x", verdict(t["ratio"] >= 5),
+                    f"bench_throughput.py, {t['date']}"))  # fmt: skip
+    s = load("surfaces")
+    if s:
+        for r in s["rows"]:
+            if r.get("checked"):
+                result = f"{r['cold_s']} s cold, {r['warm_s']} s warm"
+                by = f"bench_surfaces.py, {s['date']}"
+                target = f"< {r['target_s']:g} s"
+                out.append((f"static surface report, {r['case']}", result, target, verdict(r["meets_target"]), by))
+    return out
+
+
+def main() -> int:
+    lines = ["| measure | result | target | verdict | measured by |", "|---|---|---|---|---|"]
+    lines += [f"| {' | '.join(r)} |" for r in rows()]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    BENCH.mkdir(parents=True, exist_ok=True)
+    (BENCH / "table.md").write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
