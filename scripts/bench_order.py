@@ -9,7 +9,7 @@ part of its prompt that does not repeat the previous prompt's start. Two measure
 2. Time, on the real server: the same cell run twice in fresh processes with ``no_cache=true``, once
    per order; model time (sum of request latencies) and wall time.
 
-    python scripts/bench_order.py [--surface preselect] [--limit 20] [--repeats 1] [--no-timed]
+    python scripts/bench_order.py [--surface preselect] [--limit 6] [--repeats 3] [--no-timed]
 
 Prints a table and writes results/bench/order.json.
 """
@@ -85,8 +85,8 @@ def timed(surface: str, limit: int, repeats: int) -> list[dict]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--surface", default="preselect")
-    parser.add_argument("--limit", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--limit", type=int, default=6)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-timed", action="store_true", help="only the exact prefill-work count")
     args = parser.parse_args()
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
