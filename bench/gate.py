@@ -13,7 +13,8 @@ A criteria file (``configs/gate/*.yaml``)::
       - {kind: round_trips_ratio_max, value: 1.5, on_fail: revise}
 
 Each criterion is judged ``pass``, ``fail`` or ``inconclusive`` (an interval that straddles the
-threshold). Per candidate and model: any decisive ``fail`` with ``on_fail: close`` -> close; else
+threshold, or a drop criterion whose baseline is already at or below the allowed drop, so that no
+drop could be seen). Per candidate and model: any decisive ``fail`` with ``on_fail: close`` -> close; else
 any fail or inconclusive -> revise; else ship. A candidate's decision is its worst over models.
 Exit code: 0 if some candidate ships, 1 if the best is revise, 2 if all close (or on error).
 """
@@ -209,6 +210,10 @@ def _verdict(
         drop, worst, best = -pair.first_try_delta, -pair.first_try_delta_low, -pair.first_try_delta_high
         observed = f"drop {100 * drop:+.1f} pts [95% CI {100 * best:+.1f}, {100 * worst:+.1f}] over {pair.pairs} tasks"
         outcome = "pass" if worst <= c.value else ("fail" if best > c.value else "inconclusive")
+        if outcome == "pass" and (pair.baseline_first_try or 0.0) <= c.value:
+            # the baseline is too weak to lose more than the allowed drop: no test can fail, so none passes
+            observed += f"; baseline only {100 * (pair.baseline_first_try or 0.0):.0f}%: a drop cannot show"
+            outcome = "inconclusive"
         return Verdict(cand, model, c.kind, c.value, observed, outcome, c.on_fail)
     if c.kind == "success_drop_max":
         b, m = base["success_rate"], mine["success_rate"]
@@ -216,6 +221,8 @@ def _verdict(
             return Verdict(cand, model, c.kind, c.value, "not measured", "inconclusive", c.on_fail)
         drop = b - m
         outcome = "pass" if drop <= c.value else "fail"
+        if outcome == "pass" and b <= c.value:  # as above: a baseline this weak cannot show a drop
+            outcome = "inconclusive"
         return Verdict(cand, model, c.kind, c.value, f"success {100 * m:.0f}% vs {100 * b:.0f}%", outcome, c.on_fail)
     raise ConfigError(f"unknown criterion {c.kind!r}")
 

@@ -10,6 +10,7 @@ import pytest
 
 from bench.cli import main as cli
 from tests.bench.test_sweep import configs, surfbench  # noqa: F401  (fixture)
+from tests.conftest import ROOT
 
 GATE = """
 name: t
@@ -99,3 +100,15 @@ def test_html_report_renders_in_headless_chromium_without_console_errors(sweep: 
     assert (tmp_path / "shot.png").stat().st_size > 10000
     console = [line for line in proc.stderr.splitlines() if "CONSOLE" in line and "ERROR" in line.upper()]
     assert console == []
+
+
+def test_a_baseline_too_weak_to_show_a_drop_makes_the_gate_inconclusive():
+    """On the committed 0.5b reference run, `full` gets 0% first-try accuracy on the hot operations:
+    "at most 5 points below full" cannot fail there, so it must not pass either."""
+    from bench.gate import judge
+
+    run = ROOT / "results" / "reference" / "forge-dev-qwen0.5b"
+    result = judge(ROOT / "configs" / "gate" / "dsh.yaml", [run])
+    drop = [v for v in result.verdicts if v.criterion == "first_try_drop_max"]
+    assert drop and all(v.outcome == "inconclusive" and "cannot show" in v.observed for v in drop)
+    assert result.decisions == {"dispatcher": "revise", "core": "revise"} and result.exit_code == 1
