@@ -27,10 +27,13 @@ def _surfaces(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     catalog = load_catalog(args.catalog, fmt=args.format, name=args.name)
-    wanted = args.surface or []
-    names, skipped = _default_surfaces() if not wanted or wanted == ["all"] else (wanted, [])
-    if wanted == ["all"]:
-        names, skipped = names + skipped, []
+    shown, skipped = _default_surfaces()
+    if args.surface == ["all"]:
+        names, skipped = shown + skipped, []
+    elif args.surface:
+        names, skipped = args.surface, []
+    else:
+        names = shown
     configs = [surface_config(n) for n in names]
     rows = surface_table(catalog, configs, budget=args.budget)
     print(format_table(rows, catalog, budget=args.budget))

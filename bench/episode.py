@@ -202,7 +202,7 @@ def _step_record(
         request_bytes=turn.request_bytes,
         request_bytes_source=turn.request_bytes_source,
         prompt_tokens=turn.usage.prompt_tokens,
-        prompt_tokens_est=count_tokens(rendered, "o200k_base") + _tool_tokens(prefix_hash, tool_text),
+        prompt_tokens_est=count_tokens(rendered, "o200k_base") + _tool_tokens(tool_text),
         cached_prompt_tokens=turn.usage.cached_prompt_tokens,
         completion_tokens=turn.usage.completion_tokens,
         latency_s=turn.latency_s,
@@ -221,7 +221,7 @@ def _step_record(
 
 
 @functools.lru_cache(maxsize=4096)
-def _tool_tokens(prefix_hash: str, tool_text: str) -> int:
+def _tool_tokens(tool_text: str) -> int:
     """Tokens of a tool block, counted once per distinct block (steps repeat it)."""
     return count_tokens(tool_text, "o200k_base")
 

@@ -19,6 +19,7 @@ import platform
 import re
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.secrets import redact
+from bench.wire import valid_utf8
 
 TABLES = ("episodes", "steps", "calls")
 
@@ -43,26 +45,18 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:120] or "x"
 
 
-def _utf8(text: str) -> str:
-    """Text a table can hold: lone surrogates (undecodable model bytes) become U+FFFD.
-
-    The transcript keeps them exactly (JSON-escaped); the tables need valid UTF-8.
-    """
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-
-
 def _flatten(row: Mapping[str, Any]) -> dict[str, Any]:
-    """Lists and dicts become JSON text so that every part has the same column types."""
+    """Rows as the parquet parts hold them.
+
+    Lists and dicts become JSON text so that every part has the same column types; text that is not
+    valid Unicode gets U+FFFD (tables need valid UTF-8; the transcript keeps it, JSON-escaped).
+    """
     out = {}
     for key, value in row.items():
         if isinstance(value, list | tuple | dict):
-            out[key] = redact(_utf8(json.dumps(value, ensure_ascii=False, default=str)))
+            out[key] = redact(valid_utf8(json.dumps(value, ensure_ascii=False, default=str)))
         elif isinstance(value, str):
-            out[key] = redact(_utf8(value))
+            out[key] = redact(valid_utf8(value))
         else:
             out[key] = value
     return out
@@ -145,8 +139,6 @@ class RunStore:
         took_s: float | None = None,
     ) -> None:
         """Commit one episode (or hold it for a group commit; see the class docstring)."""
-        import time
-
         text = redact("\n".join(transcript) + "\n")
         self._held.append((key, episode, steps, calls, text))
         now = time.monotonic()

@@ -115,14 +115,13 @@ def main(overrides: Sequence[str]) -> int:
 
     from bench.models.server import install_signal_handlers
 
-    failures: list[str] = []
     problem = _results_dir_problem(overrides)
     if problem:
         print(f"surfbench: error: {problem}", file=sys.stderr)
         return 2
     install_signal_handlers()
-    # Cells may run in other processes (joblib, Ray): each failing cell leaves a marker file here, which
-    # those processes find through the environment they inherit, so the exit code counts every cell.
+    # Every failing cell leaves a marker file here, also from other processes (joblib, Ray), which find
+    # the folder through the environment they inherit: the exit code counts every cell.
     failure_dir = Path(tempfile.mkdtemp(prefix="surfbench-failures-"))
     os.environ[FAILURE_DIR_ENV] = str(failure_dir)
 
@@ -136,7 +135,6 @@ def main(overrides: Sequence[str]) -> int:
         except Exception as exc:  # one failing cell is reported; the other cells of a sweep go on
             label = f"{choices.get('suite')}/{choices.get('surface')}/{choices.get('model')}"
             message = redact(f"{label}: {exc}")
-            failures.append(message)
             _mark_failure(message)
             print(f"surfbench: error in cell {message}", file=sys.stderr)
             if not _user_error(exc):
@@ -153,10 +151,9 @@ def main(overrides: Sequence[str]) -> int:
     finally:
         sys.argv = saved
         _close_pool()
-        marked = sorted(p.read_text() for p in failure_dir.glob("*.txt"))
+        failed = sorted({p.read_text() for p in failure_dir.glob("*.txt")})
         shutil.rmtree(failure_dir, ignore_errors=True)
-    failed = sorted(set(failures) | set(marked))
-    if failed and len(failed) > 1:
+    if len(failed) > 1:
         print(f"surfbench: {len(failed)} cells failed:\n  " + "\n  ".join(failed), file=sys.stderr)
     return 2 if failed else 0
 

@@ -41,6 +41,15 @@ def utf8_len(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
+def valid_utf8(text: str) -> str:
+    """``text`` as it can be encoded: lone surrogates (bytes no decoder could read) become U+FFFD."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
 class TokenizerUnavailable(RuntimeError):
     """tiktoken's encoding files are not on this machine."""
 

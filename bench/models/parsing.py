@@ -16,6 +16,7 @@ from typing import Any
 
 from bench.models.types import ModelTurn, ParsedCall, ParseFailure
 from bench.secrets import redact, redact_value
+from bench.wire import valid_utf8
 
 MAX_TEXT = 200_000  # characters scanned; a runaway generation is cut, not parsed forever
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
@@ -125,11 +126,7 @@ def clean(value: Any) -> Any:
     can always be encoded; dicts and lists are cleaned throughout.
     """
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-            return value
-        except UnicodeEncodeError:
-            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return valid_utf8(value)
     if isinstance(value, dict):
         return {clean(k): clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -152,7 +149,7 @@ def parse_turn(text: str, native: Iterable[tuple[Any, Any, Any]] = ()) -> TextPa
 def turn_from_output(text: str | None, native: Iterable[tuple[Any, Any, Any]] = (), **fields: Any) -> ModelTurn:
     """A :class:`ModelTurn` from a response's text and ``tool_calls`` (as ``(name, arguments, id)``)."""
     text = redact(clean(text if isinstance(text, str) else ""))
-    parsed = parse_turn(text, redact_value(clean(tuple(native))))
+    parsed = parse_turn(text, redact_value(tuple(native)))
     return ModelTurn(
         text=text, tool_calls=parsed.calls, parse_failures=parsed.failures, parse_format=parsed.format, **fields
     )
