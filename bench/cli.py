@@ -24,6 +24,7 @@ class UsageError(Exception):
 def _surfaces(args: argparse.Namespace) -> int:
     from bench.importers import load_catalog
     from bench.surface_report import format_table, surface_table, write_rows
+    from surfaces import surface_class
 
     started = time.perf_counter()
     catalog = load_catalog(args.catalog, fmt=args.format, name=args.name)
@@ -35,8 +36,15 @@ def _surfaces(args: argparse.Namespace) -> int:
     else:
         names = shown
     configs = [surface_config(n) for n in names]
+    if not args.surface or args.surface == ["all"]:  # named explicitly: let its own error speak
+        other = [c.name for c in configs if not surface_class(c.kind).applies_to(catalog)]
+        configs = [c for c in configs if c.name not in other]
+    else:
+        other = []
     rows = surface_table(catalog, configs, budget=args.budget)
     print(format_table(rows, catalog, budget=args.budget))
+    if other:
+        print(f"not for this catalog: {', '.join(other)} (they need operations it lacks; see each surface's module)")
     if skipped:
         print(
             f"not shown: {', '.join(skipped)} (embedding retrieval: the first run on a catalog embeds every "

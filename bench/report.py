@@ -49,6 +49,8 @@ class ReportData:
     baseline: str
     scripted: bool = False
     notes: list[str] = field(default_factory=list)
+    errors: dict[tuple[str, str], tuple[int, dict[str, int]]] = field(default_factory=dict)
+    """(surface, model) -> (episodes, error type -> episodes with it at least once)."""
 
 
 def _num(value: Any) -> float:
@@ -107,7 +109,12 @@ def collect(runs: Sequence[str | Path], baseline: str = "full", hot_k: int = 15)
     if len(frame):
         for (surface, model), group in frame.groupby(["surface", "model"], sort=True):
             per_op[(str(surface), str(model))] = per_operation(group.to_dict("records"))
+    errors = {}
+    if len(frame):
+        for (surface, model), group in frame.groupby(["surface", "model"], sort=True):
+            errors[(str(surface), str(model))] = error_counts(group["error_types"])
     return ReportData(
+        errors=errors,
         runs=[str(r) for r in runs],
         cells=cells,
         paired=paired_comparisons(frame, baseline) if len(frame) else [],
@@ -117,6 +124,18 @@ def collect(runs: Sequence[str | Path], baseline: str = "full", hot_k: int = 15)
         baseline=baseline,
         scripted=scripted,
     )
+
+
+def error_counts(column: Any) -> tuple[int, dict[str, int]]:
+    """(episodes, error type -> episodes that had it at least once) from an ``error_types`` column."""
+    counts: dict[str, int] = {}
+    n = 0
+    for raw in column:
+        n += 1
+        types = json.loads(raw) if isinstance(raw, str) else list(raw if raw is not None else [])
+        for name in set(types):
+            counts[name] = counts.get(name, 0) + 1
+    return n, counts
 
 
 # -- rendering -----------------------------------------------------------------------------------------
@@ -201,6 +220,25 @@ def per_op_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+def error_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
+    """Share of episodes with each error type (at least once), per surface x model; commonest first."""
+    columns = sorted(data.errors, key=lambda sm: (sm[1], KIND_ORDER.get(sm[0], 9), sm[0]))
+    totals: dict[str, int] = {}
+    for _, counts in data.errors.values():
+        for name, k in counts.items():
+            totals[name] = totals.get(name, 0) + k
+    head = ["error type"] + [f"{s} / {m}" for s, m in columns]
+    rows = []
+    for name in sorted(totals, key=lambda e: (-totals[e], e)):
+        cells = []
+        for col in columns:
+            n, counts = data.errors[col]
+            k = counts.get(name, 0)
+            cells.append(f"{100 * k / n:.0f}% ({k})" if n else "")
+        rows.append([name] + cells)
+    return head, rows
+
+
 def _md(head: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -221,6 +259,14 @@ def markdown(data: ReportData, figures: dict[str, str]) -> str:
         )
     head, rows = per_op_table(data)
     parts.append("## First-try argument accuracy per operation (hottest first)\n\n" + _md(head, rows))
+    err_head, err_rows = error_table(data)
+    if err_rows:
+        parts.append(
+            "## Error types: share of episodes with each (at least once)\n\n"
+            "Suite-specific failure modes (e.g. the workspace suite's `steps_and_pipe`, `pipe_for_steps`, "
+            "`steps_for_pipe`, `inline_reimplementation`) appear here with the scorer's own types.\n\n"
+            + _md(err_head, err_rows)
+        )
     if figures:
         parts.append("## Figures\n\n" + "\n\n".join(f"![{name}]({path})" for name, path in figures.items()))
     return "\n\n".join(parts) + "\n"
@@ -260,6 +306,7 @@ def html_page(data: ReportData, images: dict[str, str]) -> str:
 <h2>Surfaces x models</h2>{_html_table(CELL_HEAD, cell_table(data))}
 <h2>Paired against {html.escape(data.baseline)}</h2>{_html_table(PAIRED_HEAD, paired_table(data))}
 <h2>First-try argument accuracy per operation (hottest first)</h2>{_html_table(head, rows)}
+<h2>Error types: share of episodes with each</h2>{_html_table(*error_table(data))}
 <h2>Figures</h2>{figs}
 </body></html>
 """

@@ -262,7 +262,7 @@ def run_cell(
                     file=sys.stderr,
                     flush=True,
                 )
-            score = score_episode(task, trace, catalog)
+            score = score_episode(task, trace, catalog, cell.suite.classifier)
             episode, steps, calls = episode_rows(cell, task, repeat, trace, score, run_name)
             episode["attempts"] = attempts
             store.write_episode(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,7 +178,10 @@ def _calls_matched(task: Task, executed: Sequence[CallRecord]) -> str | None:
     return None
 
 
-def score_episode(task: Task, trace: EpisodeTrace, catalog: Catalog) -> EpisodeScore:
+def score_episode(
+    task: Task, trace: EpisodeTrace, catalog: Catalog, classify: Callable[..., list[str]] | None = None
+) -> EpisodeScore:
+    """Score one episode; ``classify`` is the suite's failure-mode hook (its error types are added)."""
     calls = trace.calls
     failures: list[str] = []
     errors: list[str] = []
@@ -233,9 +236,11 @@ def score_episode(task: Task, trace: EpisodeTrace, catalog: Catalog) -> EpisodeS
     success = trace.error is None and all(checks) and (bool(checks) or trace.final_text is not None)
 
     recovered, failed_first = _recovery(calls)
-    for c in calls:
-        if c.error_type in ("not_exposed", "not_loaded", "parse_failure", "unknown_operation", "bad_meta_call"):
+    for c in calls:  # rejections (schema errors are counted through first tries)
+        if c.error_type and c.error_type != "schema_invalid":
             errors.append(c.error_type)
+    if classify is not None:
+        errors += [str(e) for e in classify(task, calls)]
     parse_failures = sum(s.parse_failures for s in trace.steps) + sum(1 for c in calls if c.kind == "parse_error")
     errors += ["parse_failure"] * sum(s.parse_failures for s in trace.steps)
     return EpisodeScore(

@@ -25,17 +25,18 @@ A task::
     answer: {contains: ["open"]}
     canned: {issue_get: {...}}          # results for suites without a backend
     refuse: false                       # should-refuse: no operation can serve it
+    meta: {mode: pipe}                  # free-form facts for the suite's classify hook
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -46,10 +47,12 @@ from bench.importers import load_catalog
 from bench.importers.pycallable import load_module
 from bench.validation import closest
 
-SUITE_KEYS = {"name", "description", "catalog", "catalog_format", "backend", "system_prompt", "max_steps", "tasks"}
+SUITE_KEYS = {
+    "name", "description", "catalog", "catalog_format", "backend", "system_prompt", "max_steps", "tasks", "classify",
+}  # fmt: skip
 TASK_KEYS = {
     "id", "split", "tags", "turns", "scenario", "expected", "order", "state", "answer", "canned", "refuse",
-    "require_calls", "note",
+    "require_calls", "note", "meta",
 }  # fmt: skip
 CALL_KEYS = {"op", "args", "oracle_args"}
 STATE_KEYS = {"path", "equals", "exists", "contains", "match", "len"}
@@ -62,6 +65,10 @@ DEFAULT_SYSTEM = (
     "You are an assistant that acts through the tools you are given. Use the tools to do what the user "
     "asks, then answer briefly in plain text. If no tool can do it, say so."
 )
+
+
+Classifier = Callable[..., list[str]]
+"""``classify(task, calls) -> error types``: calls are the episode's CallRecords, in order."""
 
 
 class SuiteError(ConfigError):
@@ -106,6 +113,8 @@ class Task:
     require_calls: bool | None = None
     """Whether expected calls must be matched for success; default: when there are no state checks."""
     note: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Free-form facts about the task for the suite's ``classify`` hook (e.g. the right execution mode)."""
     source: str = ""
 
     @property
@@ -124,6 +133,22 @@ class Suite:
     max_steps: int
     tasks: list[Task]
     description: str = ""
+    classify_spec: str | None = None
+
+    @cached_property
+    def classifier(self) -> Classifier | None:
+        """The suite's failure-mode hook: ``fn(task, calls) -> list of error types`` (or None)."""
+        if not self.classify_spec:
+            return None
+        module_name, _, attr = self.classify_spec.rpartition(":")
+        where = str(self.folder / "suite.yaml")
+        try:
+            fn = getattr(load_module(module_name, where), attr)
+        except (AttributeError, CatalogError) as exc:
+            raise SuiteError(f"{where}: classify {self.classify_spec!r}: {exc}") from None
+        if not callable(fn):
+            raise SuiteError(f"{where}: classify {self.classify_spec!r} is not a function")
+        return cast(Classifier, fn)
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -211,7 +236,11 @@ def load_suite(name_or_path: str) -> Suite:
         max_steps=int(data.get("max_steps", 6)),
         tasks=tasks,
         description=str(data.get("description", "")),
+        classify_spec=_resolve(folder, str(data["classify"])) if data.get("classify") else None,
     )
+    if suite.classify_spec and ":" not in suite.classify_spec:
+        raise SuiteError(f"{path}: classify must be 'file.py:function', got {data['classify']!r}")
+    _ = suite.classifier  # a bad hook is an error now, before anything runs
     _check_against_catalog(suite, path)
     return suite
 
@@ -244,6 +273,14 @@ def _no_unknown(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
         near = closest(unknown[0], allowed)
         tip = f" (did you mean {near[0]!r}?)" if near else ""
         raise SuiteError(f"{where}: unknown key {unknown[0]!r}{tip}; allowed: {', '.join(sorted(allowed))}")
+
+
+def _meta(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise SuiteError(f"{where}: meta must be a mapping")
+    return dict(value)
 
 
 def load_tasks(path: Path) -> list[Task]:
@@ -339,5 +376,6 @@ def _task(row: Any, path: Path, index: int) -> Task:
         refuse=refuse,
         require_calls=row.get("require_calls"),
         note=str(row.get("note", "")),
+        meta=_meta(row.get("meta"), where),
         source=str(path),
     )

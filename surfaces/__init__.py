@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 _REGISTRY: dict[str, type[Surface]] = {}
-_NOT_SURFACES = {"base", "listing"}
+_NOT_SURFACES = {"base", "listing"}  # and every module whose name starts with "_" (shared helpers)
 
 
 class UnknownSurface(KeyError):
@@ -47,7 +47,8 @@ def register(cls: type[Surface]) -> type[Surface]:
 
 
 def available() -> list[str]:
-    names = {m.name for m in pkgutil.iter_modules(__path__) if m.name not in _NOT_SURFACES}
+    modules = (m.name for m in pkgutil.iter_modules(__path__))
+    names = {n for n in modules if n not in _NOT_SURFACES and not n.startswith("_")}
     return sorted(names | set(_REGISTRY))
 
 

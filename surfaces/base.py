@@ -184,6 +184,14 @@ class Surface:
             raise ValueError(f"surface {self.kind!r}: unknown parameter(s) {sorted(unknown)}; accepted: {accepted}")
         self.setup()
 
+    requires: ClassVar[frozenset[str]] = frozenset()
+    """Operations the catalog must have (surfaces hand-written over one suite's operations)."""
+
+    @classmethod
+    def applies_to(cls, catalog: Catalog) -> bool:
+        """Whether this surface can be built over ``catalog`` at all."""
+        return all(name in catalog for name in cls.requires)
+
     def setup(self) -> None:
         """Derive this surface's tools from the catalog and its params (called once)."""
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bench.config import group_names, surface_config
-from surfaces import build_surface
+from bench.suite import load_suite
+from surfaces import build_surface, surface_class
 from surfaces.base import ToolCall
 
 
@@ -29,6 +30,8 @@ def run_call(session, backend, call):
 @pytest.mark.parametrize("config_name", group_names("surface"))
 def test_call_outside_the_surface_never_reaches_backend(config_name, gitea96):
     config = surface_config(config_name)
+    if not surface_class(config.kind).applies_to(gitea96):  # hand-written over one suite's operations
+        gitea96 = load_suite("workspace").catalog
     surface = build_surface(gitea96, config.kind, config.params)
     session = surface.session("list the issues of a repository")
     shown = {t.name for t in session.tools()}

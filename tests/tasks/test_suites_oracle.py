@@ -11,11 +11,13 @@ from bench.models import ModelPool
 from bench.models.scripted import OracleClient
 from bench.results import RunStore, load_runs
 from bench.runner import CellSpec, resolve_cell, run_cell
-from bench.suite import suite_names
+from bench.suite import load_suite, suite_names
 
 
 @pytest.mark.parametrize("suite", suite_names())
 def test_the_oracle_solves_every_task_of_every_suite(suite: str, tmp_path: Path):
+    if not any(t.expected for t in load_suite(suite).tasks):
+        pytest.skip(f"{suite}: no task has expected calls to replay; its own test replays reference solutions")
     cell = resolve_cell(CellSpec(suite, "full", "qwen2.5-coder-0.5b-instruct", split="all"))
     store = RunStore(tmp_path / "run", commit_interval_s=0.5)
     store.prepare()
