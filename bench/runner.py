@@ -65,6 +65,21 @@ class Cell:
             seed=m.seed,
         )
 
+    def surface_for(self, task: Task) -> Surface:
+        """The cell's surface, or, for a task with its own catalog, the same surface built over that."""
+        if task.catalog is None:
+            return self.surface
+        cache: dict[int, Surface] = self.__dict__.setdefault("_task_surfaces", {})
+        key = id(task.catalog)
+        if key not in cache:
+            cfg = self.surface_cfg
+            try:
+                cache[key] = build_surface(task.catalog, cfg.kind, cfg.params, name=cfg.name)
+            except (ValueError, TypeError, KeyError) as exc:
+                why = f"task {task.id!r}: surface {cfg.name!r} cannot be built over its catalog: {exc}"
+                raise ConfigError(why) from None
+        return cache[key]
+
     def episode_key(self, task: Task, repeat: int) -> str:
         return safe_name(
             f"{self.suite.name}__{self.surface_cfg.name}__{self.model_cfg.name}__{self.mode}__{task.id}__r{repeat}"
@@ -133,7 +148,7 @@ def episode_rows(
         "params_b": cell.model_cfg.params_b,
         "mode": cell.mode,
         "repeat": repeat,
-        "catalog_hash": cell.suite.catalog.content_hash,
+        "catalog_hash": cell.suite.catalog_for(task).content_hash,
         "round_trips": score.round_trips,
         "overhead_round_trips": score.overhead_round_trips,
         "expected_calls": score.expected_calls,
@@ -190,7 +205,7 @@ ProgressFn = Callable[[Cell, int, int, dict[str, Any] | None], None]
 
 def _first_prefix(cell: Cell, task: Task) -> str:
     """What the first request's prefix depends on: the system text and the first turn's tools, in order."""
-    session = cell.surface.session(task.turns[0])
+    session = cell.surface_for(task).session(task.turns[0])
     tools = session.tools()
     return session.system_text() + "".join(f"{t.name}\x00{t.description}\x00{t.parameters}\x01" for t in tools)
 
@@ -207,7 +222,7 @@ def episode_order(cell: Cell) -> list[tuple[Task, int]]:
     repeats = range(cell.spec.repeats)
     if cell.spec.order == "naive":
         return [(t, r) for r in repeats for t in cell.tasks]
-    if cell.surface.request_dependent:
+    if cell.surface.request_dependent or any(t.catalog is not None for t in cell.tasks):
         keyed = sorted((_first_prefix(cell, task), i) for i, task in enumerate(cell.tasks))
         tasks = [cell.tasks[i] for _, i in keyed]
     else:
@@ -238,21 +253,21 @@ def run_cell(
     if not todo:
         return []
     model: Complete = client or pool.client(cell.model_cfg)
-    catalog = cell.suite.catalog
-
-    def schema_of(name: str) -> dict[str, Any] | None:
-        op = catalog.get(name)
-        return op.parameters if op else None
-
     rows = []
     try:
         for task, repeat in todo:
+            catalog = cell.suite.catalog_for(task)
+
+            def schema_of(name: str, catalog: Any = catalog) -> dict[str, Any] | None:
+                op = catalog.get(name)
+                return op.parameters if op else None
+
             settings = cell.settings if repeat == 0 else replace(cell.settings, seed=(cell.settings.seed or 0) + repeat)
             attempts = 0
             while True:
                 attempts += 1
                 backend = cell.suite.new_backend(task)
-                session = cell.surface.session(task.turns[0])
+                session = cell.surface_for(task).session(task.turns[0])
                 trace = run_episode(task, session, backend, model, settings, cell.suite.system_prompt, schema_of)
                 if not _endpoint_failure(trace) or attempts > cell.spec.episode_retries:
                     break

@@ -204,6 +204,9 @@ def score_episode(
     calls_ok = state_ok = answer_ok = refuse_ok = None
     if task.expected and task.needs_calls:
         why = _calls_matched(task, executed)
+        if why is None and task.exact_calls and len(calls) != len(task.expected):
+            why = f"expected exactly {len(task.expected)} call(s), the model made {len(calls)}"
+            errors.append("unexpected_call" if len(calls) > len(task.expected) else "missing_call")
         calls_ok = why is None
         if why:
             failures.append(why)
@@ -225,6 +228,10 @@ def score_episode(
         if writes:
             errors.append("unexpected_call")
             failures.append(f"should refuse, but ran {', '.join(writes)}")
+        elif task.exact_calls and calls:
+            refuse_ok = False
+            errors.append("unexpected_call")
+            failures.append(f"should make no call, but called {', '.join(sorted({c.tool for c in calls}))}")
     if trace.final_text is None and trace.error is None:
         errors.append("no_answer")
         failures.append("no final text answer (max_steps reached)")

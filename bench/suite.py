@@ -26,6 +26,7 @@ A task::
     canned: {issue_get: {...}}          # results for suites without a backend
     refuse: false                       # should-refuse: no operation can serve it
     meta: {mode: pipe}                  # free-form facts for the suite's classify hook
+    exact_calls: false                  # true: the model's calls must be exactly the expected ones (BFCL)
 """
 
 from __future__ import annotations
@@ -49,10 +50,11 @@ from bench.validation import closest
 
 SUITE_KEYS = {
     "name", "description", "catalog", "catalog_format", "backend", "system_prompt", "max_steps", "tasks", "classify",
+    "loader", "variants",
 }  # fmt: skip
 TASK_KEYS = {
     "id", "split", "tags", "turns", "scenario", "expected", "order", "state", "answer", "canned", "refuse",
-    "require_calls", "note", "meta",
+    "require_calls", "note", "meta", "exact_calls",
 }  # fmt: skip
 CALL_KEYS = {"op", "args", "oracle_args"}
 STATE_KEYS = {"path", "equals", "exists", "contains", "match", "len"}
@@ -115,6 +117,11 @@ class Task:
     note: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
     """Free-form facts about the task for the suite's ``classify`` hook (e.g. the right execution mode)."""
+    exact_calls: bool = False
+    """The model's tool calls must be exactly the expected ones, none more (BFCL's rule); for a
+    should-refuse task: no tool call at all."""
+    catalog: Catalog | None = field(default=None, compare=False, repr=False)
+    """The task's own catalog (BFCL: each entry has its functions); None: the suite's."""
     source: str = ""
 
     @property
@@ -134,6 +141,7 @@ class Suite:
     tasks: list[Task]
     description: str = ""
     classify_spec: str | None = None
+    preset_catalog: Catalog | None = field(default=None, repr=False)
 
     @cached_property
     def classifier(self) -> Classifier | None:
@@ -152,7 +160,13 @@ class Suite:
 
     @cached_property
     def catalog(self) -> Catalog:
+        """The suite's catalog (for a suite whose tasks carry their own: the union of theirs)."""
+        if self.preset_catalog is not None:
+            return self.preset_catalog
         return load_catalog(self.catalog_spec, fmt=self.catalog_format, name=self.name)
+
+    def catalog_for(self, task: Task) -> Catalog:
+        return task.catalog if task.catalog is not None else self.catalog
 
     def new_backend(self, task: Task) -> Backend:
         """A fresh backend for one episode, reset to the task's scenario."""
@@ -199,6 +213,10 @@ def _resolve(folder: Path, spec: str) -> str:
 
 
 def load_suite(name_or_path: str) -> Suite:
+    """A suite by name (``forge``; ``bfcl:simple_python`` for a loader suite's variant) or folder path."""
+    variant: str | None = None
+    if ":" in name_or_path and not Path(name_or_path).exists():
+        name_or_path, _, variant = name_or_path.partition(":")
     folder = Path(name_or_path)
     if not (folder / "suite.yaml").is_file():
         found = [root / name_or_path for root in suites_roots() if (root / name_or_path / "suite.yaml").is_file()]
@@ -212,6 +230,10 @@ def load_suite(name_or_path: str) -> Suite:
     if not isinstance(data, Mapping):
         raise SuiteError(f"{path}: expected a mapping")
     _no_unknown(data, SUITE_KEYS, f"{path}")
+    if data.get("loader"):
+        return _load_generated(data, folder, path, variant)
+    if variant is not None:
+        raise SuiteError(f"{path}: suite {folder.name!r} has no variants (got {variant!r}); use suite={folder.name}")
     for key in ("catalog", "tasks"):
         if key not in data:
             raise SuiteError(f"{path}: field {key!r} is required")
@@ -242,6 +264,47 @@ def load_suite(name_or_path: str) -> Suite:
         raise SuiteError(f"{path}: classify must be 'file.py:function', got {data['classify']!r}")
     _ = suite.classifier  # a bad hook is an error now, before anything runs
     _check_against_catalog(suite, path)
+    return suite
+
+
+def _load_generated(data: Mapping[str, Any], folder: Path, path: Path, variant: str | None) -> Suite:
+    """A suite whose catalog and tasks a loader function builds (from another benchmark's data)."""
+    variants = [str(v) for v in data.get("variants") or []]
+    name = str(data.get("name", folder.name))
+    if variant is None or (variants and variant not in variants):
+        near = closest(variant or "", variants)
+        tip = f"did you mean {name}:{near[0]}? " if near else ""
+        raise SuiteError(
+            f"{path}: suite {name!r} needs a variant, e.g. {name}:{variants[0] if variants else 'NAME'}; "
+            f"{tip}known: {', '.join(variants)}"
+        )
+    spec = _resolve(folder, str(data["loader"]))
+    module_name, _, attr = spec.rpartition(":")
+    try:
+        loader = getattr(load_module(module_name, str(path)), attr)
+    except (AttributeError, CatalogError) as exc:
+        raise SuiteError(f"{path}: loader {data['loader']!r}: {exc}") from None
+    built = loader(variant, folder)
+    backend = built.get("backend", data.get("backend"))
+    suite = Suite(
+        name=f"{name}:{variant}",
+        folder=folder,
+        catalog_spec=spec,
+        catalog_format=None,
+        backend_spec=None if backend in (None, "none") else _resolve(folder, str(backend)),
+        system_prompt=str(built.get("system_prompt") or data.get("system_prompt") or DEFAULT_SYSTEM),
+        max_steps=int(built.get("max_steps") or data.get("max_steps", 6)),
+        tasks=list(built["tasks"]),
+        description=str(data.get("description", "")),
+        classify_spec=_resolve(folder, str(data["classify"])) if data.get("classify") else None,
+        preset_catalog=built["catalog"],
+    )
+    _ = suite.classifier
+    for task in suite.tasks:
+        catalog = suite.catalog_for(task)
+        for call in task.expected:
+            if call.op not in catalog:
+                raise SuiteError(f"{task.source}: task {task.id!r}: expected op {call.op!r} not in its catalog")
     return suite
 
 
@@ -377,5 +440,6 @@ def _task(row: Any, path: Path, index: int) -> Task:
         require_calls=row.get("require_calls"),
         note=str(row.get("note", "")),
         meta=_meta(row.get("meta"), where),
+        exact_calls=bool(row.get("exact_calls", False)),
         source=str(path),
     )

@@ -48,11 +48,11 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]
     """Run the cell a Hydra job describes; return its summary (what ``surfbench run`` prints)."""
     from bench.metrics import format_summary, summarize_cell
     from bench.progress import make_progress
-    from bench.results import RunStore, environment_info, load_runs
+    from bench.results import RunStore, environment_info, load_runs, safe_name
     from bench.runner import CellSpec, resolve_cell, run_cell
 
     spec = CellSpec(
-        suite=choices["suite"],
+        suite=str(cfg.suite.get("name") or choices["suite"]) if cfg.get("suite") else choices["suite"],
         surface=choices["surface"],
         model=choices["model"],
         split=str(cfg.split),
@@ -74,7 +74,7 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]
     default_run = (
         f"sweep-{spec.suite}-{spec.split}" if multirun else f"{spec.suite}-{spec.split}-{spec.surface}-{spec.model}"
     )
-    run_name = str(cfg.run) if cfg.run else default_run
+    run_name = str(cfg.run) if cfg.run else safe_name(default_run)
     pool = _pool(bool(cfg.no_cache))
     pool.client(cell.model_cfg)  # weights pulled, API key set: fail before anything is written
     store = RunStore(Path(str(cfg.results_dir)) / run_name, commit_interval_s=COMMIT_INTERVAL_S)

@@ -77,7 +77,9 @@ class OracleClient:
 
         self.suite = load_suite(suite)
         self.delay_s = delay_s
-        self.by_turn = {t.turns[0]: t for t in self.suite.tasks}
+        self.by_turn: dict[str, list[Any]] = {}
+        for t in self.suite.tasks:
+            self.by_turn.setdefault(t.turns[0], []).append(t)
 
     def complete(self, request: ModelRequest) -> ModelTurn:
         import time
@@ -87,7 +89,11 @@ class OracleClient:
         if self.delay_s:
             time.sleep(self.delay_s)
         first_user = next((m["content"] for m in request.messages if m["role"] == "user"), "")
-        task = self.by_turn.get(first_user)
+        names = {t.name for t in request.tools}
+        same_text = self.by_turn.get(first_user, [])  # BFCL repeats questions with other functions
+        exact = [t for t in same_text if t.catalog is not None and set(t.catalog.names) == names]
+        task = next(iter(exact), None) or next((t for t in same_text if all(e.op in names for e in t.expected)), None)
+        task = task or (same_text[0] if same_text else None)
         done = sum(len(m.get("tool_calls") or []) for m in request.messages if m["role"] == "assistant")
         if task is None or done >= len(task.expected):
             words = (
@@ -96,9 +102,25 @@ class OracleClient:
                 else ""
             )
             return text_turn(words or "Done.")
+        catalog = self.suite.catalog_for(task)
+
+        def reference(e: Any) -> dict[str, Any]:
+            """The expected call's arguments; optional ones ("" accepted, not required) are left out."""
+            if e.oracle_args is not None:
+                return dict(e.oracle_args)
+            op = catalog.get(e.op)
+            required = set(op.required) if op else set()
+            args = example_args(e.args)
+            return {
+                k: v
+                for k, v in args.items()
+                if k in required or not (isinstance(e.args.get(k), list) and "" in e.args[k])
+            }
+
         exp = task.expected[done]
-        args = dict(exp.oracle_args) if exp.oracle_args is not None else example_args(exp.args)
-        names = {t.name for t in request.tools}
+        args = reference(exp)
+        if task.exact_calls and all(e.op in names for e in task.expected):  # BFCL: every call in one answer
+            return with_usage(call_turn(*[(e.op, reference(e)) for e in task.expected]), request)
         if exp.op in names:
             return with_usage(call_turn((exp.op, args)), request)
         dispatcher = next((t.name for t in request.tools if t.name + "_help" in names), None)

@@ -1,0 +1,110 @@
+"""BFCL imported as it is: categories load from the bfcl-eval package, each entry is solvable by its
+own ground truth (except where BFCL's answer breaks its own schema), and BFCL's checker agrees with
+ours on outputs whose verdict is known."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from bench.config import ConfigError
+from bench.models import ModelPool
+from bench.models.scripted import OracleClient, ScriptedClient, call_turn
+from bench.results import RunStore, load_runs
+from bench.runner import CellSpec, resolve_cell, run_cell
+from bench.suite import SuiteError, load_suite
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("bfcl_eval") is None,
+    reason="bfcl-eval is not installed (pip install --no-deps bfcl-eval==2026.3.23; make setup does)",
+)
+SINGLE = ["simple_python", "multiple", "parallel", "parallel_multiple", "live_simple", "live_multiple", "irrelevance"]
+
+
+def run(suite: str, client, tmp_path: Path, surface: str = "full", split: str = "all", limit: int | None = None):
+    cell = resolve_cell(CellSpec(suite, surface, "qwen2.5-coder-0.5b-instruct", split=split, limit=limit))
+    store = RunStore(tmp_path / "run", commit_interval_s=0.5)
+    store.prepare()
+    store.write_run_info({"cells": []})
+    run_cell(cell, ModelPool(None), store, "t", client=client)
+    return tmp_path / "run"
+
+
+@pytest.mark.parametrize("category", SINGLE)
+def test_ground_truth_solves_every_entry_unless_it_breaks_its_own_schema(category: str, tmp_path: Path):
+    folder = run(f"bfcl:{category}", OracleClient(f"bfcl:{category}"), tmp_path)
+    episodes = load_runs([folder])
+    assert len(episodes) == len(load_suite(f"bfcl:{category}").tasks)
+    failed = episodes[~episodes["success"].astype(bool)]
+    # the only failures allowed: BFCL's own answer fails the entry's JSON Schema (data conflicts,
+    # e.g. strings for an integer array, a value outside the enum, a required argument left out), or
+    # the entry has a twin (same question, same functions, another answer) the oracle cannot tell apart
+    tasks = {t.id: t for t in load_suite(f"bfcl:{category}").tasks}
+    twins = {
+        t.id
+        for t in tasks.values()
+        for u in tasks.values()
+        if t.id != u.id and t.turns == u.turns and set(t.catalog.names) == set(u.catalog.names)
+    }
+    calls = load_runs([folder], table="calls")
+    schema_broken = set(calls.loc[calls["schema_valid"] == False, "episode_key"]) if len(calls) else set()  # noqa: E712
+    unexplained = [
+        r["task_id"]
+        for r in failed.to_dict("records")
+        if r["episode_key"] not in schema_broken and r["task_id"] not in twins
+    ]
+    assert not unexplained
+    assert len(failed) <= 0.03 * len(episodes), failed["task_id"].tolist()
+
+
+def test_bfcl_checker_and_ours_agree_on_outputs_with_a_known_verdict(tmp_path: Path):
+    from tasks.bfcl.agreement import verdicts
+
+    folders = []
+    for i, category in enumerate(SINGLE):
+        folders.append(run(f"bfcl:{category}", OracleClient(f"bfcl:{category}"), tmp_path / str(i), split="dev"))
+    items = verdicts(folders)
+    assert len(items) >= 200
+    agree = sum(v.agree for v in items) / len(items)
+    assert agree >= 0.97, [v for v in items if not v.agree][:5]
+    # a wrong value: both say invalid
+    wrong = ScriptedClient([call_turn(("calculate_triangle_area", {"base": 11, "height": 5}))])
+    folder = run("bfcl:simple_python", wrong, tmp_path / "wrong", split="all", limit=1)
+    (item,) = verdicts([folder])
+    assert not item.bfcl and not item.ours and "base" in item.bfcl_error
+
+
+def test_a_call_to_an_irrelevant_request_fails_under_both_checkers(tmp_path: Path):
+    from tasks.bfcl.agreement import verdicts
+
+    suite = load_suite("bfcl:irrelevance")
+    name = suite.tasks[0].catalog.names[0]
+    folder = run("bfcl:irrelevance", ScriptedClient([call_turn((name, {}))]), tmp_path, limit=1)
+    (item,) = verdicts([folder])
+    assert (item.bfcl, item.ours) == (False, False)
+
+
+def test_each_task_gets_its_own_functions_under_any_surface(tmp_path: Path):
+    suite = load_suite("bfcl:multiple")
+    task = suite.tasks[0]
+    cell = resolve_cell(CellSpec("bfcl:multiple", "dispatcher", "qwen2.5-coder-0.5b-instruct", split="all"))
+    tools = cell.surface_for(task).session(task.turns[0]).tools()
+    listed = tools[0].description
+    assert all(name in listed for name in task.catalog.names)
+    other = next(op for op in suite.catalog.names if op not in task.catalog.names)
+    assert other not in listed
+    folder = run("bfcl:multiple", OracleClient("bfcl:multiple"), tmp_path, surface="dispatcher", limit=5)
+    assert load_runs([folder])["success"].astype(bool).all()
+
+
+def test_unknown_category_and_bad_data_folder_are_clear_errors(monkeypatch, tmp_path: Path):
+    with pytest.raises(SuiteError, match="did you mean bfcl:simple_python"):
+        load_suite("bfcl:simple_pyhton")
+    with pytest.raises(SuiteError, match="needs a variant"):
+        load_suite("bfcl")
+    monkeypatch.setenv("SURFBENCH_BFCL_DATA", str(tmp_path / "nowhere"))
+    with pytest.raises(SuiteError, match="SURFBENCH_BFCL_DATA"):
+        load_suite("bfcl:simple_python")
+    assert issubclass(SuiteError, ConfigError)
