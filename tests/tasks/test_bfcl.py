@@ -32,7 +32,7 @@ def run(suite: str, client, tmp_path: Path, surface: str = "full", split: str = 
     return tmp_path / "run"
 
 
-@pytest.mark.parametrize("category", SINGLE)
+@pytest.mark.parametrize("category", [*SINGLE, "multi_turn_base"])
 def test_ground_truth_solves_every_entry_unless_it_breaks_its_own_schema(category: str, tmp_path: Path):
     folder = run(f"bfcl:{category}", OracleClient(f"bfcl:{category}"), tmp_path)
     episodes = load_runs([folder])
@@ -97,6 +97,25 @@ def test_each_task_gets_its_own_functions_under_any_surface(tmp_path: Path):
     assert other not in listed
     folder = run("bfcl:multiple", OracleClient("bfcl:multiple"), tmp_path, surface="dispatcher", limit=5)
     assert load_runs([folder])["success"].astype(bool).all()
+
+
+def test_multi_turn_backend_calls_only_the_entrys_documented_methods():
+    from bench.backend import ToolError
+    from tasks.bfcl.multi_turn import SCENARIOS, MultiTurnBackend, parse_call
+
+    suite = load_suite("bfcl:multi_turn_base")
+    task = next(t for t in suite.tasks if "GorillaFileSystem" in SCENARIOS[str(t.scenario)]["classes"])
+    backend = MultiTurnBackend()
+    backend.reset(task.scenario)
+    for name in ("_load_scenario", "__init__", "nonexistent"):
+        with pytest.raises(ToolError):
+            backend.call(name, {})
+    before = backend.state()
+    assert backend.call("ls", {}) and backend.state() == before  # a documented, read-only method runs
+    for text in ("__import__('os').system('id')", "cd(folder=open('/etc/passwd').read())", "x.y()"):
+        with pytest.raises(SuiteError):
+            parse_call(text)
+    assert parse_call("mv(source='a', destination='b')") == ("mv", {"source": "a", "destination": "b"}, [])
 
 
 def test_unknown_category_and_bad_data_folder_are_clear_errors(monkeypatch, tmp_path: Path):
