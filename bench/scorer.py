@@ -3,7 +3,8 @@
 - first-try argument accuracy: for each expected call, the first call the model made to that same
   operation (after routing; the k-th expected call of an operation pairs with the k-th call to it)
   passed the operation's schema and its arguments match the expected matchers;
-- tool selection: the first call naming a canonical operation names the expected first operation;
+- tool selection: the first call naming a canonical operation names the expected first operation
+  (any expected operation when the task's order is ``any``: parallel calls have no first);
 - success: the task's checks hold (expected calls where required, final state, answer);
 - recovered after error: an operation whose first call failed validation and a later call succeeded;
 - round trips, overhead round trips, boundary / protocol violations, parse failures, stable prefix.
@@ -194,7 +195,8 @@ def score_episode(
     named = [c for c in calls if c.operation is not None]
     selection = None
     if task.expected:
-        selection = bool(named) and named[0].operation == task.expected[0].op
+        firsts = {e.op for e in task.expected} if task.order == "any" else {task.expected[0].op}
+        selection = bool(named) and named[0].operation in firsts
         if not selection:
             errors.append("wrong_operation")
             got = named[0].operation if named else "no operation"

@@ -249,3 +249,20 @@ def test_workspace_surfaces_refuse_other_catalogs_with_a_clear_error():
     for kind in SURFACES:
         with pytest.raises(ValueError, match="suite=workspace"):
             build_surface(forge.catalog, kind)
+
+
+def test_workspace_runs_through_the_same_report_and_gate(tmp_path: Path):
+    from bench.gate import judge
+    from bench.report import write_report
+
+    store = RunStore(tmp_path / "run", commit_interval_s=0.5)
+    store.prepare()
+    store.write_run_info({"cells": [{"provider": "scripted"}]})
+    for surface in ("unified", "split"):
+        cell = resolve_cell(CellSpec("workspace", surface, "qwen2.5-coder-0.5b-instruct", split="dev", limit=6))
+        run_cell(cell, ModelPool(None), store, "oracle", client=WorkspaceOracle())
+    md, html = write_report([tmp_path / "run"], tmp_path / "report", baseline="unified")
+    text = md.read_text()
+    assert "| workspace |" in text and "not a measurement" in text
+    result = judge(Path("configs/gate/ollie-split.yaml"), [tmp_path / "run"])
+    assert result.decisions == {"split": "ship"} and result.exit_code == 0
