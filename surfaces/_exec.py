@@ -49,6 +49,21 @@ def step_schema(
     return items
 
 
+def object_tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> ToolSpec:
+    """A tool whose arguments are one closed object."""
+    parameters: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        parameters["required"] = required
+    return ToolSpec(name=name, description=description, parameters=parameters)
+
+
+def reject(tool: ToolSpec, args: Any, text: str, error_type: str) -> Dispatch:
+    """A call refused at dispatch with a teaching error (nothing reaches the backend)."""
+    return Dispatch(
+        "rejected", tool.name, args=args if isinstance(args, dict) else None, text=text, error_type=error_type
+    )
+
+
 def own_schema_error(tool: ToolSpec, args: Any) -> Dispatch | None:
     """Reject arguments that do not fit the surface tool's own schema, with a teaching error."""
     issues = validate_args(args, tool.parameters)

@@ -16,7 +16,9 @@ from surfaces._exec import (
     INLINE_CODE_REJECTED,
     RUN_PIPE,
     RUN_STEPS,
+    object_tool,
     own_schema_error,
+    reject,
     require_ops,
     route_command,
     step_schema,
@@ -34,47 +36,29 @@ class SplitSurface(Surface):
         code = step_schema(self.catalog, keep=["code", "stdin", "parallel"])
         named = step_schema(self.catalog, keep=["tool", "args", "stdin"], required=["tool"])
         stage = step_schema(self.catalog)
-        self._exec = ToolSpec(
-            name="execute_code",
-            description=(
-                "Run inline bash code in the workspace. Each step is independent and gets its own output; "
-                'a step is {"code": "<bash>"} or {"parallel": [<step>, ...]} to fan out.'
-            ),
-            parameters={
-                "type": "object",
-                "properties": {"steps": {"type": "array", "items": code, "description": "Independent steps."}},
-                "required": ["steps"],
-                "additionalProperties": False,
-            },
+        self._exec = object_tool(
+            "execute_code",
+            "Run inline bash code in the workspace. Each step is independent and gets its own output; "
+            'a step is {"code": "<bash>"} or {"parallel": [<step>, ...]} to fan out.',
+            {"steps": {"type": "array", "items": code, "description": "Independent steps."}},
+            ["steps"],
         )
-        self._call = ToolSpec(
-            name="call_tool",
-            description=(
-                'Run named scripts from the tools/ directory: each call is {"tool": "<name>", "args": '
-                '[...], "stdin": "..."}. Inline code is not accepted here (use execute_code).'
-            ),
-            parameters={
-                "type": "object",
-                "properties": {"calls": {"type": "array", "items": named, "description": "Named tool calls."}},
-                "required": ["calls"],
-                "additionalProperties": False,
-            },
+        self._call = object_tool(
+            "call_tool",
+            'Run named scripts from the tools/ directory: each call is {"tool": "<name>", "args": [...], '
+            '"stdin": "..."}. Inline code is not accepted here (use execute_code).',
+            {"calls": {"type": "array", "items": named, "description": "Named tool calls."}},
+            ["calls"],
         )
-        self._pipe = ToolSpec(
-            name="pipe",
-            description=(
-                "Run a pipeline: the stdout of each stage is the stdin of the next; returns the last "
-                'stage\'s output. A stage is {"code": "<bash>"} or {"tool": "<name>", "args": [...]}.'
-            ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "stages": {"type": "array", "items": stage, "description": "Stages, in order."},
-                    "stdin": {"type": "string", "description": "Input for the first stage."},
-                },
-                "required": ["stages"],
-                "additionalProperties": False,
+        self._pipe = object_tool(
+            "pipe",
+            "Run a pipeline: the stdout of each stage is the stdin of the next; returns the last stage's "
+            'output. A stage is {"code": "<bash>"} or {"tool": "<name>", "args": [...]}.',
+            {
+                "stages": {"type": "array", "items": stage, "description": "Stages, in order."},
+                "stdin": {"type": "string", "description": "Input for the first stage."},
             },
+            ["stages"],
         )
 
     def static_tools(self) -> list[ToolSpec]:
@@ -97,14 +81,11 @@ class SplitSurface(Surface):
         args: Any = coerce_args(call.arguments)
         calls = args.get("calls") if isinstance(args, dict) else None
         if isinstance(calls, list) and any(isinstance(c, dict) and "code" in c for c in calls):
-            return Dispatch(
-                "rejected",
-                self._call.name,
-                args=args,
-                text="call_tool runs named scripts from tools/ only; inline 'code' is rejected. Use execute_code "
-                "for inline code, or pipe to feed one command's output to another.",
-                error_type=INLINE_CODE_REJECTED,
+            text = (
+                "call_tool runs named scripts from tools/ only; inline 'code' is rejected. Use execute_code "
+                "for inline code, or pipe to feed one command's output to another."
             )
+            return reject(self._call, args, text, INLINE_CODE_REJECTED)
         problem = own_schema_error(self._call, args)
         if problem:
             return problem

@@ -18,6 +18,7 @@ from surfaces._exec import (
     RUN_STEPS,
     STEPS_AND_PIPE,
     own_schema_error,
+    reject,
     require_ops,
     route_command,
     step_schema,
@@ -68,14 +69,11 @@ class UnifiedSurface(Surface):
     def _execute(self, session: Session, call: ToolCall) -> Dispatch:
         args: Any = coerce_args(call.arguments)
         if isinstance(args, dict) and args.get("steps") and args.get("pipe"):
-            return Dispatch(
-                "rejected",
-                self._tool.name,
-                args=args,
-                text="Give either 'steps' (independent commands) or 'pipe' (a pipeline whose stages feed each "
-                "other), not both in one call.",
-                error_type=STEPS_AND_PIPE,
+            text = (
+                "Give either 'steps' (independent commands) or 'pipe' (a pipeline whose stages feed each "
+                "other), not both in one call."
             )
+            return reject(self._tool, args, text, STEPS_AND_PIPE)
         problem = own_schema_error(self._tool, args)
         if problem:
             return problem
@@ -85,10 +83,5 @@ class UnifiedSurface(Surface):
         if args.get("pipe"):
             op_args = {"stages": args["pipe"], "stdin": args.get("stdin", ""), "readonly": readonly}
             return route_command(self, self._tool, RUN_PIPE, op_args)
-        return Dispatch(
-            "rejected",
-            self._tool.name,
-            args=args,
-            text="Nothing to run: pass 'steps' (a list of commands) or 'pipe' (a list of stages).",
-            error_type=SCHEMA_INVALID,
-        )
+        text = "Nothing to run: pass 'steps' (a list of commands) or 'pipe' (a list of stages)."
+        return reject(self._tool, args, text, SCHEMA_INVALID)
