@@ -127,3 +127,20 @@ def test_unknown_category_and_bad_data_folder_are_clear_errors(monkeypatch, tmp_
     with pytest.raises(SuiteError, match="SURFBENCH_BFCL_DATA"):
         load_suite("bfcl:simple_python")
     assert issubclass(SuiteError, ConfigError)
+
+
+def test_bfcl_runs_through_the_same_report_and_gate(tmp_path: Path):
+    from bench.gate import judge
+    from bench.report import write_report
+
+    store = RunStore(tmp_path / "run", commit_interval_s=0.5)
+    store.prepare()
+    store.write_run_info({"cells": [{"provider": "scripted"}]})
+    for surface in ("full", "dispatcher", "core"):
+        cell = resolve_cell(CellSpec("bfcl:multiple", surface, "qwen2.5-coder-0.5b-instruct", split="dev", limit=8))
+        run_cell(cell, ModelPool(None), store, "oracle", client=OracleClient("bfcl:multiple"))
+    md, _ = write_report([tmp_path / "run"], tmp_path / "report")
+    assert "| bfcl:multiple |" in md.read_text()
+    result = judge(Path("configs/gate/dsh.yaml"), [tmp_path / "run"])
+    # the oracle solves every entry on every surface: nothing drops, nothing grows
+    assert result.decisions == {"dispatcher": "ship", "core": "ship"} and result.exit_code == 0
