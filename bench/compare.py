@@ -37,6 +37,12 @@ class Paired:
     """95% paired-bootstrap interval of that difference."""
     baseline_first_try: float | None
     candidate_first_try: float | None
+    success_delta: float | None = None
+    """Candidate minus baseline success rate on the paired tasks."""
+    success_delta_low: float | None = None
+    success_delta_high: float | None = None
+    """95% paired-bootstrap interval of that difference."""
+    baseline_success: float | None = None
 
 
 def mcnemar_exact(b: int, c: int) -> float | None:
@@ -95,6 +101,8 @@ def paired_comparisons(frame: Any, baseline: str, ops: set[str] | None = None) -
             c = sum(1 for x, y in matched if y["success"] and not x["success"])
             tries = [(_tries(x, ops), _tries(y, ops)) for x, y in matched]
             point, low, high = bootstrap_delta(tries)
+            wins = [((int(bool(x["success"])), 1), (int(bool(y["success"])), 1)) for x, y in matched]
+            s_point, s_low, s_high = bootstrap_delta(wins)
             bn = sum(t[0][1] for t in tries)
             cn = sum(t[1][1] for t in tries)
             out.append(
@@ -111,6 +119,10 @@ def paired_comparisons(frame: Any, baseline: str, ops: set[str] | None = None) -
                     first_try_delta_high=high,
                     baseline_first_try=sum(t[0][0] for t in tries) / bn if bn else None,
                     candidate_first_try=sum(t[1][0] for t in tries) / cn if cn else None,
+                    success_delta=s_point,
+                    success_delta_low=s_low,
+                    success_delta_high=s_high,
+                    baseline_success=sum(w[0][0] for w in wins) / len(wins),
                 )
             )
     return out

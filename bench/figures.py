@@ -18,31 +18,44 @@ def _plt():  # type: ignore[no-untyped-def]
     return plt
 
 
+def _accuracy(data: ReportData) -> tuple[str, str]:
+    """The accuracy the figures plot: first-try argument accuracy, or task success where no cell has one.
+
+    Suites without expected calls (judged on final state or answer only, like workspace) have no
+    first tries.
+    """
+    if any(c.summary.get("first_try_accuracy") is not None for c in data.cells):
+        return "first_try_accuracy", "first-try argument accuracy"
+    return "success_rate", "task success"
+
+
 def pareto(data: ReportData, path: Path) -> Path:
     """Prompt tokens per step vs first-try argument accuracy; one marker per surface, one color per model."""
     plt = _plt()
+    key, label = _accuracy(data)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     models = sorted({str(c.keys["model"]) for c in data.cells})
     markers = "os^Dvx*P"
     surfaces = sorted({str(c.keys["surface"]) for c in data.cells})
+    plotted = 0
     for cell in data.cells:
         s = cell.summary
-        if s["prompt_tokens_per_step"] is None or s["first_try_accuracy"] is None:
+        if not s["prompt_tokens_per_step"] or s[key] is None:
             continue
         m = models.index(str(cell.keys["model"]))
         k = surfaces.index(str(cell.keys["surface"]))
-        ax.scatter(
-            s["prompt_tokens_per_step"], 100 * s["first_try_accuracy"], color=f"C{m}", marker=markers[k % 8], s=60
-        )
-        ax.annotate(str(cell.keys["surface"]), (s["prompt_tokens_per_step"], 100 * s["first_try_accuracy"]),
+        ax.scatter(s["prompt_tokens_per_step"], 100 * s[key], color=f"C{m}", marker=markers[k % 8], s=60)
+        ax.annotate(str(cell.keys["surface"]), (s["prompt_tokens_per_step"], 100 * s[key]),
                     fontsize=7, xytext=(4, 3), textcoords="offset points")  # fmt: skip
+        plotted += 1
     for m, model in enumerate(models):
         ax.scatter([], [], color=f"C{m}", label=model)
-    ax.set_xscale("log")
+    if plotted:
+        ax.set_xscale("log")
     ax.set_ylim(-3, 103)
     ax.set_xlabel("prompt tokens per step (log)")
-    ax.set_ylabel("first-try argument accuracy (%)")
-    ax.set_title("Tokens vs first-try accuracy")
+    ax.set_ylabel(f"{label} (%)")
+    ax.set_title(f"Tokens vs {label}")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -54,9 +67,10 @@ def by_size(data: ReportData, path: Path) -> Path:
     """First-try accuracy by model size (parameters), one line per surface."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    key, label = _accuracy(data)
     series: dict[str, list[tuple[float, float]]] = {}
     for cell in data.cells:
-        size, acc = cell.keys["params_b"], cell.summary["first_try_accuracy"]
+        size, acc = cell.keys["params_b"], cell.summary[key]
         if acc is None or size is None or size != size:  # NaN check
             continue
         series.setdefault(str(cell.keys["surface"]), []).append((float(size), 100 * acc))
@@ -65,9 +79,10 @@ def by_size(data: ReportData, path: Path) -> Path:
         ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", color=f"C{i}", label=surface)
     ax.set_ylim(-3, 103)
     ax.set_xlabel("model parameters (billions)")
-    ax.set_ylabel("first-try argument accuracy (%)")
-    ax.set_title("Accuracy by model size, per surface")
-    ax.legend(fontsize=7)
+    ax.set_ylabel(f"{label} (%)")
+    ax.set_title(f"{label.capitalize()} by model size, per surface")
+    if series:
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -104,8 +119,10 @@ def heatmap(data: ReportData, path: Path, max_ops: int = 40) -> Path:
 def draw_all(data: ReportData, out_dir: Path) -> dict[str, Path]:
     if not data.cells:
         return {}
-    return {
-        "tokens vs first-try accuracy": pareto(data, out_dir / "pareto.png"),
+    figures = {
+        "tokens vs accuracy": pareto(data, out_dir / "pareto.png"),
         "accuracy by model size": by_size(data, out_dir / "by_size.png"),
-        "per-operation heatmap": heatmap(data, out_dir / "per_op_heatmap.png"),
     }
+    if any(table for table in data.per_op.values()):  # suites with expected calls only
+        figures["per-operation heatmap"] = heatmap(data, out_dir / "per_op_heatmap.png")
+    return figures

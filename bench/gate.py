@@ -204,26 +204,25 @@ def _verdict(
         )
     if c.kind == "round_trips_ratio_max":
         return _ratio_verdict(c, cand, model, mine["round_trips"], base["round_trips"], "round trips")
-    if c.kind == "first_try_drop_max":
-        if pair is None or pair.first_try_delta is None:
-            return Verdict(cand, model, c.kind, c.value, "no paired first tries", "inconclusive", c.on_fail)
-        drop, worst, best = -pair.first_try_delta, -pair.first_try_delta_low, -pair.first_try_delta_high
+    if c.kind in ("first_try_drop_max", "success_drop_max"):
+        what = "first tries" if c.kind == "first_try_drop_max" else "success"
+        delta, low, high, baseline = (
+            (pair.first_try_delta, pair.first_try_delta_low, pair.first_try_delta_high, pair.baseline_first_try)
+            if pair is not None and c.kind == "first_try_drop_max"
+            else (pair.success_delta, pair.success_delta_low, pair.success_delta_high, pair.baseline_success)
+            if pair is not None
+            else (None, None, None, None)
+        )
+        if delta is None or low is None or high is None:
+            return Verdict(cand, model, c.kind, c.value, f"no paired {what}", "inconclusive", c.on_fail)
+        drop, worst, best = -delta, -low, -high
         observed = f"drop {100 * drop:+.1f} pts [95% CI {100 * best:+.1f}, {100 * worst:+.1f}] over {pair.pairs} tasks"
         outcome = "pass" if worst <= c.value else ("fail" if best > c.value else "inconclusive")
-        if outcome == "pass" and (pair.baseline_first_try or 0.0) <= c.value:
+        if outcome == "pass" and (baseline or 0.0) <= c.value:
             # the baseline is too weak to lose more than the allowed drop: no test can fail, so none passes
-            observed += f"; baseline only {100 * (pair.baseline_first_try or 0.0):.0f}%: a drop cannot show"
+            observed += f"; baseline only {100 * (baseline or 0.0):.0f}%: a drop cannot show"
             outcome = "inconclusive"
         return Verdict(cand, model, c.kind, c.value, observed, outcome, c.on_fail)
-    if c.kind == "success_drop_max":
-        b, m = base["success_rate"], mine["success_rate"]
-        if b is None or m is None:
-            return Verdict(cand, model, c.kind, c.value, "not measured", "inconclusive", c.on_fail)
-        drop = b - m
-        outcome = "pass" if drop <= c.value else "fail"
-        if outcome == "pass" and b <= c.value:  # as above: a baseline this weak cannot show a drop
-            outcome = "inconclusive"
-        return Verdict(cand, model, c.kind, c.value, f"success {100 * m:.0f}% vs {100 * b:.0f}%", outcome, c.on_fail)
     raise ConfigError(f"unknown criterion {c.kind!r}")
 
 
