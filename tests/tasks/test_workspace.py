@@ -267,3 +267,20 @@ def test_workspace_runs_through_the_same_report_and_gate(tmp_path: Path):
     assert "| workspace |" in text and "not a measurement" in text
     result = judge(Path("configs/gate/ollie-split.yaml"), [tmp_path / "run"])
     assert result.decisions == {"split": "ship"} and result.exit_code == 0
+
+
+def test_success_drop_is_judged_with_its_paired_interval(tmp_path: Path):
+    from bench.gate import judge
+
+    store = RunStore(tmp_path / "run", commit_interval_s=0.5)
+    store.prepare()
+    store.write_run_info({"cells": [{"provider": "scripted"}]})
+    spec = {"split": "dev", "limit": 6}
+    run_cell(resolve_cell(CellSpec("workspace", "unified", "qwen2.5-coder-0.5b-instruct", **spec)),
+             ModelPool(None), store, "o", client=WorkspaceOracle())  # fmt: skip
+    run_cell(resolve_cell(CellSpec("workspace", "split", "qwen2.5-coder-0.5b-instruct", **spec)),
+             ModelPool(None), store, "o", client=ScriptedClient(["I cannot do that."] * 6))  # fmt: skip
+    result = judge(Path("configs/gate/ollie-split.yaml"), [tmp_path / "run"])
+    (drop,) = [v for v in result.verdicts if v.criterion == "success_drop_max"]
+    assert drop.outcome == "fail" and "95% CI" in drop.observed and "+100.0" in drop.observed
+    assert result.decisions == {"split": "close"} and result.exit_code == 2
