@@ -26,7 +26,7 @@ from typing import Any
 
 from bench.backend import ToolError
 from bench.suite import ExpectedCall, StateCheck, SuiteError, Task
-from tasks.bfcl.loader import catalog_of, read_jsonl, union
+from tasks.bfcl.data import catalog_of, read_jsonl, union
 
 PREFIX = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code"
 CLASSES = {  # BFCL's executable_backend_config: class -> (module, function-doc file)
