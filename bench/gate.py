@@ -205,15 +205,17 @@ def _verdict(
     if c.kind == "round_trips_ratio_max":
         return _ratio_verdict(c, cand, model, mine["round_trips"], base["round_trips"], "round trips")
     if c.kind in ("first_try_drop_max", "success_drop_max"):
-        what = "first tries" if c.kind == "first_try_drop_max" else "success"
-        delta, low, high, baseline = (
-            (pair.first_try_delta, pair.first_try_delta_low, pair.first_try_delta_high, pair.baseline_first_try)
-            if pair is not None and c.kind == "first_try_drop_max"
-            else (pair.success_delta, pair.success_delta_low, pair.success_delta_high, pair.baseline_success)
-            if pair is not None
-            else (None, None, None, None)
-        )
+        first_tries = c.kind == "first_try_drop_max"
+        if pair is None:
+            delta = low = high = baseline = None
+        elif first_tries:
+            delta, low, high = pair.first_try_delta, pair.first_try_delta_low, pair.first_try_delta_high
+            baseline = pair.baseline_first_try
+        else:
+            delta, low, high = pair.success_delta, pair.success_delta_low, pair.success_delta_high
+            baseline = pair.baseline_success
         if delta is None or low is None or high is None:
+            what = "first tries" if first_tries else "success"
             return Verdict(cand, model, c.kind, c.value, f"no paired {what}", "inconclusive", c.on_fail)
         drop, worst, best = -delta, -low, -high
         observed = f"drop {100 * drop:+.1f} pts [95% CI {100 * best:+.1f}, {100 * worst:+.1f}] over {pair.pairs} tasks"

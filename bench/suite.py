@@ -148,15 +148,7 @@ class Suite:
         """The suite's failure-mode hook: ``fn(task, calls) -> list of error types`` (or None)."""
         if not self.classify_spec:
             return None
-        module_name, _, attr = self.classify_spec.rpartition(":")
-        where = str(self.folder / "suite.yaml")
-        try:
-            fn = getattr(load_module(module_name, where), attr)
-        except (AttributeError, CatalogError) as exc:
-            raise SuiteError(f"{where}: classify {self.classify_spec!r}: {exc}") from None
-        if not callable(fn):
-            raise SuiteError(f"{where}: classify {self.classify_spec!r} is not a function")
-        return cast(Classifier, fn)
+        return cast(Classifier, _hook(self.classify_spec, self.folder / "suite.yaml", "classify"))
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -258,11 +250,8 @@ def load_suite(name_or_path: str) -> Suite:
         max_steps=int(data.get("max_steps", 6)),
         tasks=tasks,
         description=str(data.get("description", "")),
-        classify_spec=_resolve(folder, str(data["classify"])) if data.get("classify") else None,
+        classify_spec=_classify_spec(data, folder, path),
     )
-    if suite.classify_spec and ":" not in suite.classify_spec:
-        raise SuiteError(f"{path}: classify must be 'file.py:function', got {data['classify']!r}")
-    _ = suite.classifier  # a bad hook is an error now, before anything runs
     _check_against_catalog(suite, path)
     return suite
 
@@ -279,12 +268,7 @@ def _load_generated(data: Mapping[str, Any], folder: Path, path: Path, variant: 
             f"{tip}known: {', '.join(variants)}"
         )
     spec = _resolve(folder, str(data["loader"]))
-    module_name, _, attr = spec.rpartition(":")
-    try:
-        loader = getattr(load_module(module_name, str(path)), attr)
-    except (AttributeError, CatalogError) as exc:
-        raise SuiteError(f"{path}: loader {data['loader']!r}: {exc}") from None
-    built = loader(variant, folder)
+    built = _hook(spec, path, "loader")(variant, folder)
     backend = built.get("backend", data.get("backend"))
     suite = Suite(
         name=f"{name}:{variant}",
@@ -296,24 +280,43 @@ def _load_generated(data: Mapping[str, Any], folder: Path, path: Path, variant: 
         max_steps=int(built.get("max_steps") or data.get("max_steps", 6)),
         tasks=list(built["tasks"]),
         description=str(data.get("description", "")),
-        classify_spec=_resolve(folder, str(data["classify"])) if data.get("classify") else None,
+        classify_spec=_classify_spec(data, folder, path),
         preset_catalog=built["catalog"],
     )
-    _ = suite.classifier
-    for task in suite.tasks:
-        catalog = suite.catalog_for(task)
-        for call in task.expected:
-            if call.op not in catalog:
-                raise SuiteError(f"{task.source}: task {task.id!r}: expected op {call.op!r} not in its catalog")
+    _check_against_catalog(suite, path)
     return suite
 
 
-def _check_against_catalog(suite: Suite, path: Path) -> None:
+def _hook(spec: str, where: Path, role: str) -> Any:
+    """The function or class a suite.yaml names as ``file.py:attr`` (classify, loader)."""
+    module_name, _, attr = spec.rpartition(":")
     try:
-        catalog = suite.catalog
+        found = getattr(load_module(module_name, str(where)), attr)
+    except (AttributeError, CatalogError) as exc:
+        raise SuiteError(f"{where}: {role} {spec!r}: {exc}") from None
+    if not callable(found):
+        raise SuiteError(f"{where}: {role} {spec!r} is not a function")
+    return found
+
+
+def _classify_spec(data: Mapping[str, Any], folder: Path, path: Path) -> str | None:
+    if not data.get("classify"):
+        return None
+    spec = _resolve(folder, str(data["classify"]))
+    if ":" not in spec:
+        raise SuiteError(f"{path}: classify must be 'file.py:function', got {data['classify']!r}")
+    return spec
+
+
+def _check_against_catalog(suite: Suite, path: Path) -> None:
+    """Hooks load and every expected operation is in its task's catalog, before anything runs."""
+    _ = suite.classifier
+    try:
+        _ = suite.catalog
     except CatalogError as exc:
         raise SuiteError(f"{path}: catalog: {exc}") from None
     for task in suite.tasks:
+        catalog = suite.catalog_for(task)
         for call in task.expected:
             if call.op not in catalog:
                 near = closest(call.op, catalog.names)

@@ -101,6 +101,8 @@ def verdicts(runs: Sequence[str | Path]) -> list[Verdict]:
     episodes = load_runs(runs)
     calls = load_runs(runs, table="calls")
     episodes = episodes[episodes["suite"].astype(str).str.startswith("bfcl:")]
+    first_turn = calls[calls["step"] == 0].sort_values("index") if len(calls) else calls
+    by_episode = {key: group.to_dict("records") for key, group in first_turn.groupby("episode_key")}
     suites: dict[str, dict[str, Task]] = {}
     out = []
     for row in episodes.to_dict("records"):
@@ -110,8 +112,7 @@ def verdicts(runs: Sequence[str | Path]) -> list[Verdict]:
         task = suites[name].get(str(row["task_id"]))
         if task is None or "bfcl_category" not in task.meta or task.meta["bfcl_category"].startswith("multi_turn"):
             continue
-        mine = calls[(calls["episode_key"] == row["episode_key"]) & (calls["step"] == 0)]
-        first = mine.sort_values("index").to_dict("records")
+        first = by_episode.get(row["episode_key"], [])
         ok, error = bfcl_verdict(task, first)
         failures = row["failures"]
         out.append(

@@ -125,6 +125,13 @@ class WorkspaceBackend(OperationBackend):
             raise ToolError(f"{where}: give exactly one of 'code', 'tool' or 'parallel' (got {got})")
         return step
 
+    def _cat(self, path: str) -> Result:
+        """A file's text, read inside the sandbox (so no path or symlink reaches outside)."""
+        r = self._box().run(["cat", "--", path], readonly=True)
+        if r.exit_code != 0:
+            raise ToolError(r.stderr.strip() or f"cannot read {path}")
+        return r
+
     def _count(self, steps: list[Any]) -> int:
         return sum(len(s.get("parallel") or []) if isinstance(s, dict) and "parallel" in s else 1 for s in steps)
 
@@ -218,10 +225,7 @@ class WorkspaceBackend(OperationBackend):
             offset: First line to show (1-based).
             limit: Most lines to show.
         """
-        r = self._box().run(["cat", "--", path], readonly=True)
-        if r.exit_code != 0:
-            raise ToolError(r.stderr.strip() or f"cannot read {path}")
-        lines = r.stdout.splitlines()
+        lines = self._cat(path).stdout.splitlines()
         start = max(offset, 1)
         shown = lines[start - 1 : start - 1 + max(limit, 1)]
         body = "\n".join(f"{n:>5}\t{line}" for n, line in enumerate(shown, start))
@@ -251,9 +255,7 @@ class WorkspaceBackend(OperationBackend):
             old_string: Text to replace; must occur exactly once in the file.
             new_string: Replacement text.
         """
-        r = self._box().run(["cat", "--", path], readonly=True)
-        if r.exit_code != 0:
-            raise ToolError(r.stderr.strip() or f"cannot read {path}")
+        r = self._cat(path)
         if r.truncated:
             raise ToolError(f"{path} is too large to edit here")
         count = r.stdout.count(old_string) if old_string else 0
