@@ -174,7 +174,7 @@ class LiteLLMClient:
                         continue
                 if not _transient(exc) or attempt >= self.retries:
                     where = f" at {self.api_base}" if self.api_base else ""
-                    kind = "unreachable" if "Connection" in type(exc).__name__ else "failed"
+                    kind = "unreachable" if _unreachable(exc) else "failed"
                     raise ModelError(
                         f"{self.model}{where}: call {kind} after {attempt + 1} attempt(s): "
                         f"{type(exc).__name__}: {_first_line(exc)}"
@@ -236,6 +236,22 @@ class LiteLLMClient:
             finish_reason=getattr(choice, "finish_reason", None),
             request_hash=key,
         )
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Nothing answered at the endpoint.
+
+    LiteLLM wraps openai's APIConnectionError (itself wrapping httpx's ConnectError) in whatever class it
+    likes, InternalServerError included: look down the whole chain.
+    """
+    seen: set[int] = set()
+    node: BaseException | None = exc
+    while node is not None and id(node) not in seen:
+        seen.add(id(node))
+        if "Connect" in type(node).__name__ or "Connection error" in str(node):
+            return True
+        node = node.__cause__ or node.__context__
+    return False
 
 
 def _first_line(exc: BaseException) -> str:

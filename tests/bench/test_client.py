@@ -1,0 +1,145 @@
+"""The LiteLLM model client against a local OpenAI-compatible stub: retries, clear errors, the response
+cache, native and prompted calling; and the `models` / `cache` commands."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from bench.cli import main
+from bench.models import ModelPool, model_config
+from bench.models.cache import ResponseCache
+from bench.models.client import LiteLLMClient, ModelError
+from bench.models.local import EMBEDDED
+from bench.models.types import ModelRequest
+from surfaces.base import ToolSpec
+from tests.fixtures.openai_stub import OpenAIStub, chat_reply, tool_call
+
+WEATHER = ToolSpec(
+    "get_weather",
+    "Get the current weather for a city.",
+    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
+
+
+def ask(mode: str = "native", temperature: float = 0.0) -> ModelRequest:
+    return ModelRequest(
+        messages=({"role": "user", "content": "Weather in Paris?"},),
+        tools=(WEATHER,),
+        mode=mode,  # type: ignore[arg-type]
+        temperature=temperature,
+        max_tokens=32,
+    )
+
+
+def client(api_base: str, **kw) -> LiteLLMClient:  # noqa: ANN003
+    return LiteLLMClient("openai/stub-model", api_base=api_base, api_key="sk-test", backoff_s=0.01, **kw)
+
+
+def test_native_tool_calls_come_back_typed_with_usage_and_wire_bytes():
+    with OpenAIStub(lambda n, b, h: (200, chat_reply(tool_calls=[tool_call("get_weather", {"city": "Paris"})]))) as s:
+        turn = client(s.api_base).complete(ask())
+    body = s.requests[0][0]
+    assert body["tools"][0]["function"]["name"] == "get_weather"
+    calls = [(c.name, c.arguments, c.source) for c in turn.tool_calls]
+    assert calls == [("get_weather", {"city": "Paris"}, "tool_calls")]
+    assert turn.usage.prompt_tokens == 10 and turn.usage.completion_tokens == 5
+    assert turn.request_bytes_source == "wire" and turn.request_bytes > len(json.dumps(body["tools"]))
+    assert not turn.cache_hit
+
+
+@pytest.mark.parametrize(
+    ("text", "source"),
+    [
+        ('Sure.\n```json\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n```', "json_block"),
+        ('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>', "tool_call_tag"),
+        ('{"name": "get_weather", "arguments": {"city": "Paris"}}', "bare_json"),
+    ],
+)
+def test_a_call_written_as_text_is_parsed_and_its_format_recorded(text: str, source: str):
+    with OpenAIStub(lambda n, b, h: (200, chat_reply(content=text))) as s:
+        turn = client(s.api_base).complete(ask())
+    assert [(c.name, c.arguments) for c in turn.tool_calls] == [("get_weather", {"city": "Paris"})]
+    assert turn.parse_format == source and turn.tool_calls[0].source == source
+
+
+def test_prompted_mode_renders_the_tools_into_the_prompt_and_sends_no_tools_field():
+    reply = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    with OpenAIStub(lambda n, b, h: (200, chat_reply(content=reply))) as s:
+        turn = client(s.api_base).complete(ask(mode="prompted"))
+    body = s.requests[0][0]
+    assert "tools" not in body
+    system = body["messages"][0]
+    assert system["role"] == "system" and "get_weather" in system["content"] and '"city"' in system["content"]
+    assert turn.tool_calls[0].name == "get_weather"
+
+
+def test_transient_errors_are_retried_with_backoff_then_succeed():
+    def flaky(n: int, body: dict, headers: dict) -> tuple[int, dict]:
+        if n <= 2:
+            return 503, {"error": {"message": "overloaded", "type": "server"}}
+        return 200, chat_reply(content="It is sunny.")
+
+    with OpenAIStub(flaky) as s:
+        turn = client(s.api_base, retries=3).complete(ask())
+    assert turn.text == "It is sunny." and len(s.requests) == 3
+
+
+def test_a_server_that_keeps_failing_is_one_clear_error_after_the_retries():
+    overloaded = (503, {"error": {"message": "overloaded", "type": "server"}})
+    with OpenAIStub(lambda n, b, h: overloaded) as s, pytest.raises(ModelError) as err:
+        client(s.api_base, retries=2).complete(ask())
+    assert len(s.requests) == 3
+    assert "after 3 attempt(s)" in str(err.value) and s.api_base in str(err.value)
+
+
+def test_an_unreachable_endpoint_is_one_clear_error():
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(ModelError) as err:
+        client(f"http://127.0.0.1:{port}/v1", retries=1).complete(ask())
+    message = str(err.value)
+    assert "unreachable" in message and f"127.0.0.1:{port}" in message and "\n" not in message
+
+
+def test_rejected_credentials_name_the_key_to_set_and_are_not_retried():
+    refused = (401, {"error": {"message": "bad key", "type": "invalid_request_error"}})
+    with OpenAIStub(lambda n, b, h: refused) as s, pytest.raises(ModelError, match="API key"):
+        client(s.api_base, retries=3).complete(ask())
+    assert len(s.requests) == 1
+
+
+def test_a_missing_key_is_named_before_any_request(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ModelError, match="OPENAI_API_KEY"):
+        ModelPool(cache=None).client(model_config("gpt-4o-mini"))
+
+
+def test_response_cache_answers_a_repeated_request_and_marks_the_hit(tmp_path: Path):
+    cache = ResponseCache(tmp_path / "responses")
+    with OpenAIStub(lambda n, b, h: (200, chat_reply(tool_calls=[tool_call("get_weather", {"city": f"P{n}"})]))) as s:
+        first = client(s.api_base, cache=cache).complete(ask())
+        again = client(s.api_base, cache=cache).complete(ask())
+        other = client(s.api_base, cache=cache).complete(ask(temperature=0.7))
+    assert len(s.requests) == 2  # the repeat never reached the server; a new temperature did
+    assert not first.cache_hit and again.cache_hit and not other.cache_hit
+    assert again.tool_calls == first.tool_calls and again.request_hash == first.request_hash
+    assert other.tool_calls[0].arguments == {"city": "P2"}
+    assert cache.size() == 2
+
+
+def test_cache_and_models_commands(tmp_path: Path, monkeypatch, capsys):
+    monkeypatch.setenv("SURFBENCH_CACHE", str(tmp_path))
+    ResponseCache().put("ab" * 32, {"text": "x"})
+    assert main(["cache"]) == 0 and "1 cached responses" in capsys.readouterr().out
+    assert main(["cache", "clear"]) == 0 and "removed 1 cached responses" in capsys.readouterr().out
+    assert ResponseCache().size() == 0
+    assert main(["models"]) == 0
+    listing = capsys.readouterr().out
+    for model in EMBEDDED.values():
+        line = next(row for row in listing.splitlines() if row.startswith(model.name))
+        assert f"{model.size:,}" in line and model.sha256[:16] in line and line.rstrip().endswith("no")
