@@ -2,7 +2,7 @@
 of the first call on the largest built-in surface (forge `full`, 96 typed tools).
 
 Each model gets its own fresh llama.cpp server (surfbench's), through LiteLLM, response cache off.
-Prompt rate: a ~1,000-token prompt with a unique prefix (no KV reuse) and max_tokens=1. Generation
+Prompt rate: a ~1,400-token prompt with a unique prefix (no KV reuse) and max_tokens=1. Generation
 rate: a raw completion (no chat template, so base models continue too) of one cached prompt, 8 and
 then 256 tokens; the difference is generation alone. First call: the forge `full` surface in the
 model's default calling mode, cold (skip with --no-first-call). Prints a markdown table and writes
