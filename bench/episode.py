@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bench.backend import Backend, ToolError
-from bench.models.client import ContextOverflow
+from bench.models.client import ContextOverflow, EndpointRefused
 from bench.models.types import ModelRequest, ModelTurn, ParsedCall
 from bench.records import CallRecord, EpisodeTrace, StepRecord
 from bench.suite import Task
@@ -70,6 +70,11 @@ def _assistant_message(turn: ModelTurn) -> dict[str, Any]:
     return msg
 
 
+def system_text(system_prompt: str, surface_text: str) -> str:
+    """The system message: the suite's prompt, then whatever text the surface adds (e.g. a catalog)."""
+    return f"{system_prompt}\n\n{surface_text}".strip() if surface_text else system_prompt
+
+
 def run_episode(
     task: Task,
     session: Session,
@@ -82,8 +87,7 @@ def run_episode(
     """Run one task to the end; never raises for model or tool behaviour."""
     trace = EpisodeTrace()
     started = time.perf_counter()
-    surface_text = session.system_text()
-    system = f"{system_prompt}\n\n{surface_text}".strip() if surface_text else system_prompt
+    system = system_text(system_prompt, session.system_text())
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
     step = 0
     try:
@@ -125,6 +129,8 @@ def run_episode(
                 break
             else:
                 break  # max_steps reached inside this user turn: no more turns
+    except EndpointRefused:  # no request can succeed as configured: stop the cell with this one error
+        raise
     except ContextOverflow as exc:  # the conversation outgrew the model: an outcome, recorded as such
         trace.error = f"{CONTEXT_OVERFLOW}: {exc}"
     except Exception as exc:  # the harness's own failure (model unreachable, backend bug): end, record

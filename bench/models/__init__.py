@@ -157,6 +157,8 @@ class ModelPool:
             if cfg.api_key_env and not key:
                 raise ModelError(f"model {cfg.name!r} needs the environment variable {cfg.api_key_env} (its API key)")
             register_secret(key, cfg.api_key_env or "api key")
+            if key is None and cfg.api_base:  # a server of your own (vLLM, llama.cpp) needs no key; openai's
+                key = "sk-no-key"  # client insists on one. A server that does want one answers 401: clear error.
             assert cfg.model is not None
             client = LiteLLMClient(cfg.model, api_base=cfg.api_base, api_key=key, cache=self.cache)
         self.clients[cfg.name] = client

@@ -32,6 +32,14 @@ class ModelError(RuntimeError):
     """A model call that cannot succeed as configured (missing key, unreachable endpoint, bad model)."""
 
 
+class EndpointRefused(ModelError):
+    """No request to this endpoint can succeed as configured.
+
+    Credentials refused or missing, or nothing has ever answered there: the cell stops with this one
+    error instead of recording every episode as a failure.
+    """
+
+
 class ContextOverflow(ModelError):
     """The request no longer fits the model's context window: an outcome of the surface, not a fault."""
 
@@ -108,6 +116,8 @@ class LiteLLMClient:
         self.timeout_s = timeout_s
         self.is_local = is_local
         self.name = model
+        self.answered = False
+        """Whether the endpoint has answered once (a local server that started counts)."""
 
     # -- request building ---------------------------------------------------------------------
     def wire_payload(self, req: ModelRequest) -> dict[str, Any]:
@@ -151,19 +161,23 @@ class LiteLLMClient:
         if self._start is not None:  # a local server starts on the first request the cache cannot answer
             self.api_base = self._start()
             self._start = None
+            self.answered = True  # the server answered before start() returned
         litellm = litellm_module()
         attempt = 0
         while True:
             try:
-                return self._call_once(litellm, payload, key)
+                turn = self._call_once(litellm, payload, key)
+                self.answered = True
+                return turn
             except Exception as exc:
                 if "ContextWindowExceeded" in type(exc).__name__:
                     raise ContextOverflow(f"{self.model}: {_first_line(exc)}") from None
                 auth = getattr(litellm, "AuthenticationError", ())
-                if auth and isinstance(exc, auth):
-                    raise ModelError(
-                        f"{self.model}: the provider rejected the credentials ({type(exc).__name__}); set the "
-                        "provider's API key in the environment (e.g. OPENAI_API_KEY, ANTHROPIC_API_KEY)"
+                if (auth and isinstance(exc, auth)) or _in_chain(exc, "Missing credentials"):
+                    raise EndpointRefused(
+                        f"{self.model}: the provider rejected or missed the credentials ({type(exc).__name__}); "
+                        "set api_key_env in the model config and export that variable (or the provider's usual "
+                        "one, e.g. OPENAI_API_KEY, ANTHROPIC_API_KEY)"
                     ) from None
                 if self._revive is not None and self.revivals_left > 0:
                     new_base = self._revive()  # None unless the local server died; then a new one, send again
@@ -174,11 +188,14 @@ class LiteLLMClient:
                         continue
                 if not _transient(exc) or attempt >= self.retries:
                     where = f" at {self.api_base}" if self.api_base else ""
-                    kind = "unreachable" if _unreachable(exc) else "failed"
-                    raise ModelError(
-                        f"{self.model}{where}: call {kind} after {attempt + 1} attempt(s): "
-                        f"{type(exc).__name__}: {_first_line(exc)}"
-                    ) from exc
+                    unreachable = _in_chain(exc, "Connection error", "Connect")
+                    message = (
+                        f"{self.model}{where}: call {'unreachable' if unreachable else 'failed'} after "
+                        f"{attempt + 1} attempt(s): {type(exc).__name__}: {_first_line(exc)}"
+                    )
+                    if unreachable and not self.answered:  # a wrong api_base or a server that is not up
+                        raise EndpointRefused(f"{message}; nothing has answered there yet: check api_base") from exc
+                    raise ModelError(message) from exc
                 time.sleep(self.backoff_s * (2**attempt))
                 attempt += 1
 
@@ -238,17 +255,17 @@ class LiteLLMClient:
         )
 
 
-def _unreachable(exc: BaseException) -> bool:
-    """Nothing answered at the endpoint.
+def _in_chain(exc: BaseException, text: str, class_part: str | None = None) -> bool:
+    """Whether ``text`` is in the message (or ``class_part`` in the class name) of the error or one it wraps.
 
-    LiteLLM wraps openai's APIConnectionError (itself wrapping httpx's ConnectError) in whatever class it
-    likes, InternalServerError included: look down the whole chain.
+    LiteLLM wraps openai's errors (themselves wrapping httpx's) in whatever class it likes,
+    InternalServerError included, so a connection or credentials error is found by looking down the chain.
     """
     seen: set[int] = set()
     node: BaseException | None = exc
     while node is not None and id(node) not in seen:
         seen.add(id(node))
-        if "Connect" in type(node).__name__ or "Connection error" in str(node):
+        if text in str(node) or (class_part is not None and class_part in type(node).__name__):
             return True
         node = node.__cause__ or node.__context__
     return False

@@ -4,7 +4,11 @@ cache, native and prompted calling; and the `models` / `cache` commands."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,10 +16,11 @@ import pytest
 from bench.cli import main
 from bench.models import ModelPool, model_config
 from bench.models.cache import ResponseCache
-from bench.models.client import LiteLLMClient, ModelError
+from bench.models.client import EndpointRefused, LiteLLMClient, ModelError
 from bench.models.local import EMBEDDED
 from bench.models.types import ModelRequest
 from surfaces.base import ToolSpec
+from tests.conftest import ROOT
 from tests.fixtures.openai_stub import OpenAIStub, chat_reply, tool_call
 
 WEATHER = ToolSpec(
@@ -96,19 +101,29 @@ def test_a_server_that_keeps_failing_is_one_clear_error_after_the_retries():
     assert "after 3 attempt(s)" in str(err.value) and s.api_base in str(err.value)
 
 
-def test_an_unreachable_endpoint_is_one_clear_error():
+def test_an_endpoint_that_never_answered_is_one_clear_error():
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    with pytest.raises(ModelError) as err:
+    with pytest.raises(EndpointRefused) as err:
         client(f"http://127.0.0.1:{port}/v1", retries=1).complete(ask())
     message = str(err.value)
-    assert "unreachable" in message and f"127.0.0.1:{port}" in message and "\n" not in message
+    assert "unreachable" in message and f"127.0.0.1:{port}" in message and "check api_base" in message
+    assert "\n" not in message
 
 
-def test_rejected_credentials_name_the_key_to_set_and_are_not_retried():
+def test_an_endpoint_that_went_away_mid_run_is_an_episode_error_not_a_stop():
+    with OpenAIStub(lambda n, b, h: (200, chat_reply(content="ok"))) as s:
+        c = client(s.api_base, retries=1)
+        c.complete(ask())
+    with pytest.raises(ModelError) as err:
+        c.complete(ask(temperature=0.5))
+    assert not isinstance(err.value, EndpointRefused) and "unreachable" in str(err.value)
+
+
+def test_rejected_credentials_name_the_setting_and_are_not_retried():
     refused = (401, {"error": {"message": "bad key", "type": "invalid_request_error"}})
-    with OpenAIStub(lambda n, b, h: refused) as s, pytest.raises(ModelError, match="API key"):
+    with OpenAIStub(lambda n, b, h: refused) as s, pytest.raises(EndpointRefused, match="api_key_env"):
         client(s.api_base, retries=3).complete(ask())
     assert len(s.requests) == 1
 
@@ -117,6 +132,42 @@ def test_a_missing_key_is_named_before_any_request(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(ModelError, match="OPENAI_API_KEY"):
         ModelPool(cache=None).client(model_config("gpt-4o-mini"))
+
+
+def stub_config(configs: Path, api_base: str, extra: str = "") -> None:
+    shutil.copytree(ROOT / "configs", configs)
+    (configs / "model" / "stub.yaml").write_text(
+        f"provider: litellm\nmodel: openai/stub-model\napi_base: {api_base}\nmode: native\n"
+        f"tokenizer: o200k_base\nmax_tokens: 16\n{extra}"
+    )
+
+
+def sweep(tmp_path: Path, configs: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SURFBENCH_CONFIGS": str(configs), "SURFBENCH_CACHE": str(tmp_path / "cache"), "CI": "true"}
+    return subprocess.run(
+        [sys.executable, "-m", "bench.cli", "run", *args, "model=stub", f"results_dir={tmp_path / 'r'}", "run=x"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_an_own_server_without_a_key_setting_gets_a_placeholder_key(tmp_path: Path):
+    with OpenAIStub(lambda n, b, h: (200, chat_reply(content="Done."))) as s:
+        stub_config(tmp_path / "configs", s.api_base)
+        proc = sweep(tmp_path, tmp_path / "configs", "surface=dispatcher", "limit=2")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert [h.get("authorization") for _, h in s.requests] == ["Bearer sk-no-key"] * 2
+
+
+def test_refused_credentials_stop_each_cell_with_one_line_and_exit_2(tmp_path: Path):
+    refused = (401, {"error": {"message": "invalid api key", "type": "invalid_request_error"}})
+    with OpenAIStub(lambda n, b, h: refused) as s:
+        stub_config(tmp_path / "configs", s.api_base)
+        proc = sweep(tmp_path, tmp_path / "configs", "-m", "surface=full,dispatcher", "limit=3")
+    assert proc.returncode == 2
+    assert len(s.requests) == 2, "one request per cell, no retries, no further episodes"
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("surfbench: error in cell")]
+    assert len(errors) == 2 and all("api_key_env" in line for line in errors)
+    assert "Traceback" not in proc.stderr
 
 
 def test_response_cache_answers_a_repeated_request_and_marks_the_hit(tmp_path: Path):
