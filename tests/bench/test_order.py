@@ -1,10 +1,17 @@
-"""Episode order inside a cell: the cache-aware order puts requests that share a prefix back to back."""
+"""Episode order: inside a cell, the cache-aware order puts requests that share a prefix back to back;
+across cells, a sweep runs each cell whole."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 from bench.runner import CellSpec, _first_prefix, episode_order, resolve_cell
+from tests.conftest import ROOT
+from tests.fixtures.openai_stub import OpenAIStub, chat_reply
 
 
 def _shared(a: str, b: str) -> int:
@@ -39,3 +46,26 @@ def test_cache_order_runs_shared_prefixes_back_to_back_on_a_request_dependent_su
 def test_surfaces_whose_first_request_never_changes_keep_task_order():
     cell = _cell("full", "cache")
     assert [t.id for t, _ in episode_order(cell)] == [t.id for t in cell.tasks]
+
+
+def test_a_sweep_sends_each_cells_requests_back_to_back(tmp_path: Path):
+    """Across cells on one model: `full` then `dispatcher`, never interleaved, so full's tool block is
+    prefilled once per sweep, not once per task (what the server saw, in arrival order)."""
+    configs = tmp_path / "configs"
+    shutil.copytree(ROOT / "configs", configs)
+    env = {**os.environ, "SURFBENCH_CONFIGS": str(configs), "SURFBENCH_CACHE": str(tmp_path / "cache"), "CI": "true"}
+    with OpenAIStub(lambda n, body, headers: (200, chat_reply(content="Done."))) as stub:
+        (configs / "model" / "stub.yaml").write_text(
+            f"provider: litellm\nmodel: openai/stub-model\napi_base: {stub.api_base}\n"
+            "mode: native\ntokenizer: o200k_base\nmax_tokens: 16\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.cli", "run", "-m", "surface=full,dispatcher", "model=stub", "limit=4",
+             f"results_dir={tmp_path / 'results'}", "run=o"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sizes = [len(body.get("tools", [])) for body, _ in stub.requests]
+    assert len(sizes) == 8 and sorted(set(sizes)) == [2, 96]
+    switches = sum(a != b for a, b in zip(sizes, sizes[1:], strict=False))
+    assert switches == 1, f"cells interleaved on the server: tools per request {sizes}"
