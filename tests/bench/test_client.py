@@ -4,11 +4,7 @@ cache, native and prompted calling; and the `models` / `cache` commands."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,8 +16,7 @@ from bench.models.client import EndpointRefused, LiteLLMClient, ModelError
 from bench.models.local import EMBEDDED
 from bench.models.types import ModelRequest
 from surfaces.base import ToolSpec
-from tests.conftest import ROOT
-from tests.fixtures.openai_stub import OpenAIStub, chat_reply, tool_call
+from tests.fixtures.openai_stub import OpenAIStub, chat_reply, run_surfbench, stub_model_config, tool_call
 
 WEATHER = ToolSpec(
     "get_weather",
@@ -134,26 +129,9 @@ def test_a_missing_key_is_named_before_any_request(monkeypatch):
         ModelPool(cache=None).client(model_config("gpt-4o-mini"))
 
 
-def stub_config(configs: Path, api_base: str, extra: str = "") -> None:
-    shutil.copytree(ROOT / "configs", configs)
-    (configs / "model" / "stub.yaml").write_text(
-        f"provider: litellm\nmodel: openai/stub-model\napi_base: {api_base}\nmode: native\n"
-        f"tokenizer: o200k_base\nmax_tokens: 16\n{extra}"
-    )
-
-
-def sweep(tmp_path: Path, configs: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SURFBENCH_CONFIGS": str(configs), "SURFBENCH_CACHE": str(tmp_path / "cache"), "CI": "true"}
-    return subprocess.run(
-        [sys.executable, "-m", "bench.cli", "run", *args, "model=stub", f"results_dir={tmp_path / 'r'}", "run=x"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-
-
 def test_an_own_server_without_a_key_setting_gets_a_placeholder_key(tmp_path: Path):
     with OpenAIStub(lambda n, b, h: (200, chat_reply(content="Done."))) as s:
-        stub_config(tmp_path / "configs", s.api_base)
-        proc = sweep(tmp_path, tmp_path / "configs", "surface=dispatcher", "limit=2")
+        proc = run_surfbench(tmp_path, stub_model_config(tmp_path, s.api_base), "surface=dispatcher", "limit=2")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert [h.get("authorization") for _, h in s.requests] == ["Bearer sk-no-key"] * 2
 
@@ -161,8 +139,8 @@ def test_an_own_server_without_a_key_setting_gets_a_placeholder_key(tmp_path: Pa
 def test_refused_credentials_stop_each_cell_with_one_line_and_exit_2(tmp_path: Path):
     refused = (401, {"error": {"message": "invalid api key", "type": "invalid_request_error"}})
     with OpenAIStub(lambda n, b, h: refused) as s:
-        stub_config(tmp_path / "configs", s.api_base)
-        proc = sweep(tmp_path, tmp_path / "configs", "-m", "surface=full,dispatcher", "limit=3")
+        configs = stub_model_config(tmp_path, s.api_base)
+        proc = run_surfbench(tmp_path, configs, "-m", "surface=full,dispatcher", "limit=3")
     assert proc.returncode == 2
     assert len(s.requests) == 2, "one request per cell, no retries, no further episodes"
     errors = [line for line in proc.stderr.splitlines() if line.startswith("surfbench: error in cell")]

@@ -4,14 +4,10 @@ across cells, a sweep runs each cell whole."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from bench.runner import CellSpec, _first_prefix, episode_order, resolve_cell
-from tests.conftest import ROOT
-from tests.fixtures.openai_stub import OpenAIStub, chat_reply
+from tests.fixtures.openai_stub import OpenAIStub, chat_reply, run_surfbench, stub_model_config
 
 
 def _shared(a: str, b: str) -> int:
@@ -51,19 +47,9 @@ def test_surfaces_whose_first_request_never_changes_keep_task_order():
 def test_a_sweep_sends_each_cells_requests_back_to_back(tmp_path: Path):
     """Across cells on one model: `full` then `dispatcher`, never interleaved, so full's tool block is
     prefilled once per sweep, not once per task (what the server saw, in arrival order)."""
-    configs = tmp_path / "configs"
-    shutil.copytree(ROOT / "configs", configs)
-    env = {**os.environ, "SURFBENCH_CONFIGS": str(configs), "SURFBENCH_CACHE": str(tmp_path / "cache"), "CI": "true"}
     with OpenAIStub(lambda n, body, headers: (200, chat_reply(content="Done."))) as stub:
-        (configs / "model" / "stub.yaml").write_text(
-            f"provider: litellm\nmodel: openai/stub-model\napi_base: {stub.api_base}\n"
-            "mode: native\ntokenizer: o200k_base\nmax_tokens: 16\n"
-        )
-        proc = subprocess.run(
-            [sys.executable, "-m", "bench.cli", "run", "-m", "surface=full,dispatcher", "model=stub", "limit=4",
-             f"results_dir={tmp_path / 'results'}", "run=o"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        configs = stub_model_config(tmp_path, stub.api_base)
+        proc = run_surfbench(tmp_path, configs, "-m", "surface=full,dispatcher", "limit=4")
     assert proc.returncode == 0, proc.stderr[-3000:]
     sizes = [len(body.get("tools", [])) for body, _ in stub.requests]
     assert len(sizes) == 8 and sorted(set(sizes)) == [2, 96]

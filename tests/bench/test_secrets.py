@@ -6,15 +6,10 @@ like real providers do, quotes it back in an error message once.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from bench.results import load_runs
-from tests.conftest import ROOT
-from tests.fixtures.openai_stub import OpenAIStub, chat_reply, tool_call
+from tests.fixtures.openai_stub import OpenAIStub, chat_reply, run_surfbench, stub_model_config, tool_call
 
 KEY = "sk-planted-7f3c9e1d2b4a6f8e0c1d3b5a7e9f1c3d"
 
@@ -28,26 +23,15 @@ def respond(n: int, body: dict, headers: dict) -> tuple[int, dict]:
 
 
 def test_a_planted_api_key_appears_in_no_output(tmp_path: Path):
-    configs = tmp_path / "configs"
-    shutil.copytree(ROOT / "configs", configs)
-    env = {
-        **os.environ, "SURFBENCH_CONFIGS": str(configs), "SURFBENCH_CACHE": str(tmp_path / "cache"),
-        "SURFBENCH_TEST_KEY": KEY, "CI": "true",
-    }  # fmt: skip
     with OpenAIStub(respond) as stub:
-        (configs / "model" / "stub.yaml").write_text(
-            f"provider: litellm\nmodel: openai/stub-model\napi_base: {stub.api_base}\n"
-            "api_key_env: SURFBENCH_TEST_KEY\nmode: native\ntokenizer: o200k_base\nmax_tokens: 64\n"
+        configs = stub_model_config(tmp_path, stub.api_base, extra="api_key_env: SURFBENCH_TEST_KEY\n")
+        proc = run_surfbench(
+            tmp_path, configs, "suite=forge", "surface=dispatcher", "limit=2", env={"SURFBENCH_TEST_KEY": KEY}
         )
-        proc = subprocess.run(
-            [sys.executable, "-m", "bench.cli", "run", "suite=forge", "surface=dispatcher", "model=stub", "limit=2",
-             f"results_dir={tmp_path / 'results'}", "run=s"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     seen_keys = [headers.get("authorization") for _, headers in stub.requests]
     assert seen_keys and all(h == f"Bearer {KEY}" for h in seen_keys), "the key was not used"
-    assert len(load_runs([tmp_path / "results" / "s"])) == 2
+    assert len(load_runs([tmp_path / "results" / "x"])) == 2
     written = [p for p in tmp_path.rglob("*") if p.is_file() and configs not in p.parents]
     assert any(p.suffix == ".jsonl" for p in written) and any("cache" in p.parts for p in written)
     leaks = [str(p) for p in written if KEY.encode() in p.read_bytes()]
