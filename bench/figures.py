@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from bench.report import ReportData
+from bench.report_data import ReportData, per_op_table
 
 
 def _plt():  # type: ignore[no-untyped-def]
@@ -92,8 +90,6 @@ def by_size(data: ReportData, path: Path) -> Path:
 def heatmap(data: ReportData, path: Path, max_ops: int = 40) -> Path:
     """Per-operation first-try accuracy, hottest operations first (rows) x surface/model (columns)."""
     import numpy as np
-
-    from bench.report import per_op_table
 
     plt = _plt()
     head, rows = per_op_table(data)
