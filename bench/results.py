@@ -129,6 +129,45 @@ class RunStore:
                 done.add(path.name[len("part-") : -len(".parquet")])
         return done
 
+    def errored_keys(self) -> set[str]:
+        """Keys of the committed episodes that ended in a harness error (endpoint down, backend bug)."""
+        import pyarrow.parquet as pq
+
+        errored: set[str] = set()
+        for path in sorted((self.root / "episodes.parquet").glob("part-*.parquet")):
+            table = pq.read_table(path)
+            if "error_types" not in table.column_names:
+                continue
+            keys, types = table.column("episode_key").to_pylist(), table.column("error_types").to_pylist()
+            errored.update(str(k) for k, t in zip(keys, types, strict=True) if t and "harness_error" in json.loads(t))
+        return errored
+
+    def discard(self, keys: set[str]) -> None:
+        """Take committed episodes out so that they run again.
+
+        Steps and calls go first and the episodes part (the commit marker) last: a crash in between
+        leaves an episode committed and still to be retried, never one counted twice. Single parts are
+        deleted; a group part is rewritten without those episodes.
+        """
+        if not keys:
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        for table_name in ("steps", "calls", "episodes"):
+            for path in sorted((self.root / f"{table_name}.parquet").glob("part-*.parquet")):
+                stem = path.name[len("part-") : -len(".parquet")]
+                if GROUP_MARK not in stem:
+                    if stem in keys:
+                        path.unlink(missing_ok=True)
+                    continue
+                table = pq.read_table(path)
+                keep = [k not in keys for k in table.column("episode_key").to_pylist()]
+                if all(keep):
+                    continue
+                kept = table.filter(pa.array(keep))
+                _atomic_write_bytes(path, lambda tmp, t=kept: pq.write_table(t, tmp))
+
     def write_episode(
         self,
         key: str,

@@ -35,6 +35,9 @@ class CellSpec:
     episode_retries: int = 1
     """How often an episode that the model endpoint failed (unreachable, server died) is run again from
     the start before it is recorded as an error; the cell goes on either way."""
+    retry_errors: bool = False
+    """Run again the committed episodes of this cell that ended in a harness error (their rows are
+    replaced); by default a re-run skips every committed episode, errors included."""
 
     def label(self) -> str:
         mode = f"/{self.mode}" if self.mode else ""
@@ -245,6 +248,13 @@ def run_cell(
 ) -> list[dict[str, Any]]:
     """Run every (task, repeat) of the cell not already in the store; return all its episode rows."""
     done = store.done_keys()
+    if cell.spec.retry_errors:
+        again = store.errored_keys() & {cell.episode_key(t, r) for t, r in episode_order(cell)}
+        if again:
+            print(f"surfbench: {cell.spec.label()}: running {len(again)} episode(s) again that ended in a "
+                  "harness error", file=sys.stderr, flush=True)  # fmt: skip
+            store.discard(again)
+            done -= again
     todo = [(t, r) for t, r in episode_order(cell) if cell.episode_key(t, r) not in done]
     total = len(cell.tasks) * cell.spec.repeats
     finished = total - len(todo)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bench.models import ModelPool
 from bench.models.client import ModelError
 from bench.models.scripted import OracleClient
@@ -27,10 +29,13 @@ class Flaky:
         return self.oracle.complete(request)
 
 
-def run(tmp_path: Path, client: Flaky, retries: int = 1):
-    spec = CellSpec("notes_mcp", "full", "qwen2.5-coder-0.5b-instruct", split="dev", episode_retries=retries)
+def run(tmp_path: Path, client: Flaky, retries: int = 1, retry_errors: bool = False, group_s: float = 0.0):
+    spec = CellSpec(
+        "notes_mcp", "full", "qwen2.5-coder-0.5b-instruct", split="dev", episode_retries=retries,
+        retry_errors=retry_errors,
+    )  # fmt: skip
     cell = resolve_cell(spec)
-    store = RunStore(tmp_path / "run")
+    store = RunStore(tmp_path / "run", commit_interval_s=group_s)
     store.prepare()
     store.write_run_info({"cells": []})
     rows = run_cell(cell, ModelPool(None), store, "run", client=client)
@@ -51,3 +56,25 @@ def test_after_the_configured_retries_the_episode_is_an_error_and_the_cell_goes_
     assert len(failed) == 1 and failed["attempts"].iloc[0] == 3
     assert failed["error"].iloc[0].startswith("ModelError") and "harness_error" in failed["error_types"].iloc[0]
     assert episodes[episodes["error"].isna()]["success"].all()
+
+
+@pytest.mark.parametrize("group_s", [0.0, 0.5], ids=["one part per episode", "group commit"])
+def test_retry_errors_runs_the_errored_episodes_again_and_replaces_their_rows(tmp_path: Path, group_s: float):
+    cell, _, first = run(tmp_path, Flaky(failing={2, 4}), retries=1, group_s=group_s)  # fails mid-episode
+    errored = first[first["error"].notna()]["episode_key"].tolist()
+    assert len(errored) == 1 and first.set_index("episode_key").loc[errored[0], "round_trips"] >= 1
+
+    _, rows, same = run(tmp_path, Flaky(failing=set()), group_s=group_s)
+    assert rows == [] and same["error"].notna().sum() == 1, "a plain re-run skips committed errors"
+
+    healthy = Flaky(failing=set())
+    _, rows, again = run(tmp_path, healthy, retry_errors=True, group_s=group_s)
+    assert [r["episode_key"] for r in rows] == errored, "only the errored episode ran again"
+    assert healthy.calls > 0
+    assert len(again) == len(cell.tasks) and again["episode_key"].is_unique
+    assert again["error"].isna().all() and again["success"].all()
+    steps = load_runs([tmp_path / "run"], "steps")
+    per_episode = steps.groupby("episode_key").size()
+    assert (per_episode == again.set_index("episode_key")["round_trips"].reindex(per_episode.index)).all(), (
+        "no step of the errored attempt is left beside the new one"
+    )
