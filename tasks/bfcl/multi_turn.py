@@ -104,6 +104,8 @@ class MultiTurnBackend:
             result = method(**copy.deepcopy(dict(args)))  # BFCL's methods may change their arguments
         except TypeError as exc:
             raise ToolError(str(exc)) from None
+        except Exception as exc:  # BFCL's code choking on a value the schema allows: the model's error, as
+            raise ToolError(f"Error during execution: {type(exc).__name__}: {exc}") from None  # BFCL reports it
         if isinstance(result, Mapping) and "error" in result and len(result) == 1:
             raise ToolError(str(result["error"]))
         return plain(result)

@@ -116,6 +116,8 @@ def test_multi_turn_backend_calls_only_the_entrys_documented_methods():
         with pytest.raises(SuiteError):
             parse_call(text)
     assert parse_call("mv(source='a', destination='b')") == ("mv", {"source": "a", "destination": "b"}, [])
+    with pytest.raises(ToolError, match="AttributeError"):  # BFCL's own code fails on the value: a tool error
+        backend.call("cd", {"folder": 123})
 
 
 def test_unknown_category_and_bad_data_folder_are_clear_errors(monkeypatch, tmp_path: Path):
