@@ -52,7 +52,9 @@ def _result_text(value: Any) -> str:
 
 
 def _assistant_message(turn: ModelTurn) -> dict[str, Any]:
-    msg: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
+    # an empty answer is "" (not None): the next user turn sends it back, and a chat template reading
+    # message.content fails on a message without one (llama.cpp drops None-valued fields)
+    msg: dict[str, Any] = {"role": "assistant", "content": turn.text or ("" if not turn.tool_calls else None)}
     if turn.tool_calls:
         msg["tool_calls"] = [
             {

@@ -90,8 +90,8 @@ def prompted_messages(
                 out[-1]["content"] += "\n" + text
             else:
                 out.append({"role": "user", "content": text, "_tool_results": True})
-        else:
-            out.append({k: v for k, v in msg.items() if k in ("role", "content")})
+        else:  # text only: every message keeps a string content (templates read message.content)
+            out.append({"role": role, "content": str(msg.get("content") or "")})
     if not system_done and tool_text:
         out.insert(0, {"role": "system", "content": tool_text})
     return [{k: v for k, v in m.items() if not k.startswith("_")} for m in out]

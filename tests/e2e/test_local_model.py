@@ -47,3 +47,26 @@ def test_tool_call_parsed_from_real_model(server: LocalServer, mode: str):
     assert str(call.arguments.get("city", "")).lower().startswith("paris")
     assert turn.request_bytes_source == "wire" and turn.request_bytes > 200
     assert turn.usage.prompt_tokens and turn.usage.completion_tokens
+
+
+@pytest.mark.parametrize("mode", ["native", "prompted"])
+def test_a_second_user_turn_after_an_empty_answer_is_accepted_by_the_real_template(server: LocalServer, mode: str):
+    """Multi-turn tasks send the previous answer back; an empty one once reached llama.cpp without a
+    content field and its chat template failed (HTTP 500) on every later request of the episode."""
+    from bench.episode import _assistant_message
+    from bench.models.types import ModelTurn
+
+    client = LiteLLMClient("openai/e2e-qwen", api_base=server.api_base, api_key="sk-local", is_local=True, retries=0)
+    request = ModelRequest(
+        messages=(
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "Say nothing."},
+            _assistant_message(ModelTurn(text="")),
+            {"role": "user", "content": "What's the weather in Paris right now?"},
+        ),
+        tools=(WEATHER,),
+        mode=mode,  # type: ignore[arg-type]
+        max_tokens=48,
+    )
+    turn = client.complete(request)
+    assert turn.usage.prompt_tokens
