@@ -131,6 +131,8 @@ def run_episode(
                 break
             else:
                 break  # max_steps reached inside this user turn: no more turns
+            if task.checks_turns:
+                trace.turn_states.append(backend.state())
     except EndpointRefused:  # no request can succeed as configured: stop the cell with this one error
         raise
     except ContextOverflow as exc:  # the conversation outgrew the model: an outcome, recorded as such

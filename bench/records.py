@@ -82,4 +82,6 @@ class EpisodeTrace:
     traceback: str | None = None
     state: dict[str, Any] = field(default_factory=dict)
     """Backend state at the end."""
+    turn_states: list[Any] = field(default_factory=list)
+    """Backend state after each user turn was answered (only for tasks with per-turn state checks)."""
     wall_s: float = 0.0

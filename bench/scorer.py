@@ -82,6 +82,16 @@ def lookup(state: Any, path: Sequence[str]) -> tuple[bool, Any]:
     return True, node
 
 
+def _check_at_turn(check: StateCheck, trace: EpisodeTrace) -> str | None:
+    """A state check on the final state, or on the state after its user turn."""
+    if check.turn is None:
+        return check_state(check, trace.state)
+    if check.turn >= len(trace.turn_states):
+        return f"after turn {check.turn + 1}: the episode ended before that turn was answered"
+    why = check_state(check, trace.turn_states[check.turn])
+    return f"after turn {check.turn + 1}: {why}" if why else None
+
+
 def check_state(check: StateCheck, state: Mapping[str, Any]) -> str | None:
     """None when the check holds, else why not."""
     found, value = lookup(state, check.path)
@@ -213,7 +223,7 @@ def score_episode(
         if why:
             failures.append(why)
     if task.state:
-        problems = [p for p in (check_state(c, trace.state) for c in task.state) if p]
+        problems = [p for p in (_check_at_turn(c, trace) for c in task.state) if p]
         state_ok = not problems
         if problems:
             errors.append("state_mismatch")

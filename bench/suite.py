@@ -56,8 +56,8 @@ TASK_KEYS = {
     "id", "split", "tags", "turns", "scenario", "expected", "order", "state", "answer", "canned", "refuse",
     "require_calls", "note", "meta", "exact_calls",
 }  # fmt: skip
-CALL_KEYS = {"op", "args", "oracle_args"}
-STATE_KEYS = {"path", "equals", "exists", "contains", "match", "len"}
+CALL_KEYS = {"op", "args", "oracle_args", "turn"}
+STATE_KEYS = {"path", "equals", "exists", "contains", "match", "len", "turn"}
 ANSWER_KEYS = {"contains", "any_of", "regex", "not_contains"}
 SPLITS = ("dev", "test")
 TAGS = {
@@ -85,6 +85,8 @@ class ExpectedCall:
     """Argument matchers (BFCL style)."""
     oracle_args: dict[str, Any] | None = None
     """Concrete arguments for the oracle replay, where the matchers do not pin one value."""
+    turn: int | None = None
+    """The user turn (0-based) the call answers, for multi-turn tasks; None: any."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,8 @@ class StateCheck:
     match: Any = None
     len: int | None = None
     has_equals: bool = False
+    turn: int | None = None
+    """Checked on the state right after that user turn (0-based) was answered; None: at the end."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,11 @@ class Task:
     @property
     def needs_calls(self) -> bool:
         return self.require_calls if self.require_calls is not None else not self.state
+
+    @property
+    def checks_turns(self) -> bool:
+        """Whether a state check looks at the state after a given user turn (the loop then records it)."""
+        return any(c.turn is not None for c in self.state)
 
 
 @dataclass
@@ -341,6 +350,14 @@ def _no_unknown(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
         raise SuiteError(f"{where}: unknown key {unknown[0]!r}{tip}; allowed: {', '.join(sorted(allowed))}")
 
 
+def _turn_index(value: Any, turns: int, where: str) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < turns:
+        raise SuiteError(f"{where}: turn must be a user turn index from 0 to {turns - 1}, got {value!r}")
+    return value
+
+
 def _meta(value: Any, where: str) -> dict[str, Any]:
     if value is None:
         return {}
@@ -402,7 +419,8 @@ def _task(row: Any, path: Path, index: int) -> Task:
         args = call.get("args") or {}
         if not isinstance(args, Mapping):
             raise SuiteError(f"{where}: expected[{i}].args must be a mapping of argument matchers")
-        expected.append(ExpectedCall(str(call["op"]), dict(args), call.get("oracle_args")))
+        turn = _turn_index(call.get("turn"), len(turns), f"{where}: expected[{i}]")
+        expected.append(ExpectedCall(str(call["op"]), dict(args), call.get("oracle_args"), turn))
     state = []
     for i, check in enumerate(row.get("state") or []):
         if not isinstance(check, Mapping) or "path" not in check:
@@ -419,6 +437,7 @@ def _task(row: Any, path: Path, index: int) -> Task:
                 match=check.get("match"),
                 len=check.get("len"),
                 has_equals="equals" in check,
+                turn=_turn_index(check.get("turn"), len(turns), f"{where}: state[{i}]"),
             )
         )
     answer = row.get("answer") or {}

@@ -95,7 +95,9 @@ class OracleClient:
         task = next(iter(exact), None) or next((t for t in same_text if all(e.op in names for e in t.expected)), None)
         task = task or (same_text[0] if same_text else None)
         done = sum(len(m.get("tool_calls") or []) for m in request.messages if m["role"] == "assistant")
-        if task is None or done >= len(task.expected):
+        user_turn = sum(1 for m in request.messages if m["role"] == "user") - 1
+        later = done < len(task.expected) and (task.expected[done].turn or 0) > user_turn if task else False
+        if task is None or done >= len(task.expected) or later:  # all done, or the rest is for a later turn
             words = (
                 " ".join(map(str, (task.answer.get("contains", []) + task.answer.get("any_of", [])[:1])))
                 if task

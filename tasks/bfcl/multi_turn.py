@@ -7,9 +7,9 @@ calls their methods through an allowlist: the entry's documented function names 
 methods of an involved class. No string is ever evaluated: the ground truth (``"cd(folder='x')"``) is
 parsed with :mod:`ast` and its arguments read with ``ast.literal_eval``.
 
-Judged like BFCL's state checker, at the end of the episode: every involved instance's public
-attributes equal those after running the ground truth. (BFCL also checks after each turn and that the
-ground truth's results appear among the model's; the final state is what surfbench checks.)
+Judged like BFCL's state checker: after every user turn, every involved instance's public attributes
+equal those after running that turn's ground truth. (BFCL also checks that the ground truth's results
+appear among the model's, its response checker; surfbench checks states only.)
 """
 
 from __future__ import annotations
@@ -160,15 +160,16 @@ def multi_turn(category: str, data: Path) -> dict[str, Any]:
         }
         backend = MultiTurnBackend()
         backend.reset(entry["id"])
-        expected = []
-        for turn_calls in truth[entry["id"]]:
+        expected, checks = [], []
+        for turn, turn_calls in enumerate(truth[entry["id"]]):
             for text in turn_calls:
                 name, kwargs, positional = parse_call(text)
                 args = _bind(backend, name, kwargs, positional)
-                expected.append(ExpectedCall(name, {k: [v] for k, v in args.items()}, oracle_args=args))
+                expected.append(ExpectedCall(name, {k: [v] for k, v in args.items()}, oracle_args=args, turn=turn))
                 with contextlib.suppress(ToolError):  # BFCL's ground truth has calls that fail; the state counts
                     backend.call(name, args)
-        final = backend.state()
+            # BFCL's state checker: after every turn, each instance as the ground truth left it
+            checks += [StateCheck((n,), equals=v, has_equals=True, turn=turn) for n, v in backend.state().items()]
         turns = tuple(" ".join(str(m.get("content", "")) for m in turn) for turn in entry["question"])
         tasks.append(
             Task(
@@ -178,7 +179,7 @@ def multi_turn(category: str, data: Path) -> dict[str, Any]:
                 tags=("multi", "multi-turn"),
                 scenario=entry["id"],
                 expected=tuple(expected),
-                state=tuple(StateCheck(path=(name,), equals=value, has_equals=True) for name, value in final.items()),
+                state=tuple(checks),
                 require_calls=False,
                 catalog=catalog,
                 meta={"bfcl_category": category, "functions": functions},

@@ -46,7 +46,9 @@ SUITE_CASES = [
     ("suite.yaml", "catalog: catalog.json", "catalog: nowhere.json", ["nowhere.json"]),
     ("suite.yaml", "max_steps: 4", "max_steps: 4\nmax_step: 5", ["suite.yaml", "max_step"]),
     ("catalog.json", '"name"', '"nome"', ["catalog.json"]),
-]
+    ("tasks.yaml", "{op: notes_get, args: {id: n7}}", "{op: notes_get, args: {id: n7}, turn: 1}",
+     ["tasks.yaml", "read-note", "turn"]),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("file", "old", "new", "named"), SUITE_CASES)

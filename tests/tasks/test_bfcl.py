@@ -5,6 +5,7 @@ ours on outputs whose verdict is known."""
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,33 @@ def test_multi_turn_backend_calls_only_the_entrys_documented_methods():
     assert parse_call("mv(source='a', destination='b')") == ("mv", {"source": "a", "destination": "b"}, [])
     with pytest.raises(ToolError, match="AttributeError"):  # BFCL's own code fails on the value: a tool error
         backend.call("cd", {"folder": 123})
+
+
+def test_multi_turn_is_judged_after_every_turn_not_only_at_the_end(tmp_path: Path):
+    """Doing a later turn's work early reaches BFCL's final state but not its state after turn 1."""
+    from bench.models.scripted import text_turn
+
+    suite = load_suite("bfcl:multi_turn_base")
+    task = next(
+        t for t in suite.tasks
+        if len({c.turn for c in t.expected}) > 1
+        and [c.equals for c in t.state if c.turn == 0] != [c.equals for c in t.state if c.turn == len(t.turns) - 1]
+    )  # fmt: skip
+    eager = ScriptedClient([call_turn(*[(c.op, c.oracle_args) for c in task.expected])] + [text_turn("Done.")] * 20)
+    cell = resolve_cell(CellSpec("bfcl:multi_turn_base", "full", "qwen2.5-coder-0.5b-instruct", tasks=(task.id,)))
+    store = RunStore(tmp_path / "run")
+    store.prepare()
+    store.write_run_info({"cells": []})
+    run_cell(cell, ModelPool(None), store, "t", client=eager)
+    episode = load_runs([tmp_path / "run"]).iloc[0]
+    assert not episode["success"] and "state_mismatch" in episode["error_types"]
+    failures = json.loads(episode["failures"])
+    turns = sorted({int(f.split(":")[0].removeprefix("after turn ")) for f in failures})
+    assert turns and turns[0] == 1 and len(task.turns) not in turns, [f[:40] for f in failures]  # end state is right
+
+    oracle = run("bfcl:multi_turn_base", OracleClient("bfcl:multi_turn_base"), tmp_path / "o", split="dev")
+    solved = load_runs([oracle]).set_index("task_id")["success"]
+    assert solved.get(task.id, True), "the turn-by-turn ground truth passes the same checks"
 
 
 def test_unknown_category_and_bad_data_folder_are_clear_errors(monkeypatch, tmp_path: Path):
