@@ -33,6 +33,8 @@ CONTEXT_OVERFLOW = "context_overflow"
 @dataclass(frozen=True)
 class LoopSettings:
     max_steps: int = 6
+    steps_per_turn: bool = False
+    """``max_steps`` counts each user turn's model calls (BFCL's multi-turn rule), not the episode's."""
     mode: str = "native"
     prompt_format: str = "hermes"
     temperature: float = 0.0
@@ -96,7 +98,8 @@ def run_episode(
         for turn_text in task.turns:
             messages.append({"role": "user", "content": turn_text})
             trace.final_text = None
-            while step < settings.max_steps:
+            limit = step + settings.max_steps if settings.steps_per_turn else settings.max_steps
+            while step < limit:
                 tools = session.tools()
                 request = ModelRequest(
                     messages=tuple(messages),

@@ -61,6 +61,7 @@ class Cell:
         m = self.model_cfg
         self.settings = LoopSettings(
             max_steps=self.spec.max_steps or self.suite.max_steps,
+            steps_per_turn=self.suite.steps_per == "turn",
             mode=self.mode,
             prompt_format=m.prompt_format,
             temperature=m.temperature,

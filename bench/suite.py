@@ -49,8 +49,8 @@ from bench.importers.pycallable import load_module
 from bench.validation import closest
 
 SUITE_KEYS = {
-    "name", "description", "catalog", "catalog_format", "backend", "system_prompt", "max_steps", "tasks", "classify",
-    "loader", "variants",
+    "name", "description", "catalog", "catalog_format", "backend", "system_prompt", "max_steps", "steps_per", "tasks",
+    "classify", "loader", "variants",
 }  # fmt: skip
 TASK_KEYS = {
     "id", "split", "tags", "turns", "scenario", "expected", "order", "state", "answer", "canned", "refuse",
@@ -150,6 +150,8 @@ class Suite:
     tasks: list[Task]
     description: str = ""
     classify_spec: str | None = None
+    steps_per: str = "episode"
+    """What ``max_steps`` counts: the whole ``episode``, or each user ``turn`` (BFCL's multi-turn rule)."""
     preset_catalog: Catalog | None = field(default=None, repr=False)
 
     @cached_property
@@ -260,6 +262,7 @@ def load_suite(name_or_path: str) -> Suite:
         tasks=tasks,
         description=str(data.get("description", "")),
         classify_spec=_classify_spec(data, folder, path),
+        steps_per=_steps_per(data.get("steps_per"), path),
     )
     _check_against_catalog(suite, path)
     return suite
@@ -291,9 +294,16 @@ def _load_generated(data: Mapping[str, Any], folder: Path, path: Path, variant: 
         description=str(data.get("description", "")),
         classify_spec=_classify_spec(data, folder, path),
         preset_catalog=built["catalog"],
+        steps_per=_steps_per(built.get("steps_per") or data.get("steps_per"), path),
     )
     _check_against_catalog(suite, path)
     return suite
+
+
+def _steps_per(value: Any, path: Path) -> str:
+    if value in (None, "episode", "turn"):
+        return str(value or "episode")
+    raise SuiteError(f"{path}: steps_per must be 'episode' or 'turn', got {value!r}")
 
 
 def _hook(spec: str, where: Path, role: str) -> Any:

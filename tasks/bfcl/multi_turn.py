@@ -189,6 +189,7 @@ def multi_turn(category: str, data: Path) -> dict[str, Any]:
     return {
         "catalog": union(catalogs, str(path)),
         "tasks": tasks,
-        "max_steps": 20,
+        "max_steps": 20,  # per user turn, as BFCL's MAXIMUM_STEP_LIMIT
+        "steps_per": "turn",
         "backend": "tasks.bfcl.multi_turn:MultiTurnBackend",
     }

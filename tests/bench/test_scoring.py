@@ -34,12 +34,15 @@ class SpyBackend:
         return self.inner.state()
 
 
-def episode(task_id: str, surface: str, script: list, params: dict | None = None, max_steps: int = 6):
+def episode(
+    task_id: str, surface: str, script: list, params: dict | None = None, max_steps: int = 6, per_turn: bool = False
+):
     task = next(t for t in FORGE.tasks if t.id == task_id)
     backend = SpyBackend(FORGE.new_backend(task))
     session = build_surface(FORGE.catalog, surface, params).session(task.turns[0])
+    settings = LoopSettings(max_steps=max_steps, steps_per_turn=per_turn)
     trace = run_episode(
-        task, session, backend, ScriptedClient(script), LoopSettings(max_steps=max_steps), FORGE.system_prompt,
+        task, session, backend, ScriptedClient(script), settings, FORGE.system_prompt,
         lambda n: FORGE.catalog[n].parameters,
     )  # fmt: skip
     return trace, score_episode(task, trace, FORGE.catalog), backend
@@ -174,6 +177,17 @@ def test_max_steps_without_answer_is_no_answer():
     trace, s, _ = episode("hot-issue-get", "full", loop, max_steps=3)
     assert s.round_trips == 3 and trace.final_text is None
     assert "no_answer" in s.error_types and not s.success
+
+
+@pytest.mark.parametrize("per_turn", [False, True], ids=["steps per episode", "steps per turn"])
+def test_max_steps_counts_the_episode_or_each_turn(per_turn: bool):
+    get = [("issue_get", {"owner": "acme", "repo": "web", "index": 3})]
+    script = [get, "ok", get, "done"]
+    trace, s, _ = episode("multi-turn-issue-then-comment", "full", script, max_steps=2, per_turn=per_turn)
+    if per_turn:  # BFCL's rule: each turn gets max_steps model calls
+        assert s.round_trips == 4 and trace.final_text == "done" and "no_answer" not in s.error_types
+    else:  # the two steps are spent in turn 1; turn 2 is never answered
+        assert s.round_trips == 2 and trace.final_text is None and "no_answer" in s.error_types
 
 
 def test_harness_error_ends_the_episode_with_a_traceback():
