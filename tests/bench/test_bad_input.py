@@ -45,6 +45,7 @@ SUITE_CASES = [
     ("tasks.yaml", "split: dev", "split: devv", ["tasks.yaml", "split"]),
     ("suite.yaml", "catalog: catalog.json", "catalog: nowhere.json", ["nowhere.json"]),
     ("suite.yaml", "max_steps: 4", "max_steps: 4\nmax_step: 5", ["suite.yaml", "max_step"]),
+    ("suite.yaml", "max_steps: 4", "max_steps: 4\nsteps_per: turns", ["suite.yaml", "steps_per"]),
     ("catalog.json", '"name"', '"nome"', ["catalog.json"]),
     ("tasks.yaml", "{op: notes_get, args: {id: n7}}", "{op: notes_get, args: {id: n7}, turn: 1}",
      ["tasks.yaml", "read-note", "turn"]),
