@@ -135,9 +135,9 @@ class RunStore:
 
         errored: set[str] = set()
         for path in sorted((self.root / "episodes.parquet").glob("part-*.parquet")):
-            table = pq.read_table(path)
-            if "error_types" not in table.column_names:
+            if "error_types" not in pq.read_schema(path).names:  # a part without episodes
                 continue
+            table = pq.read_table(path, columns=["episode_key", "error_types"])
             keys, types = table.column("episode_key").to_pylist(), table.column("error_types").to_pylist()
             errored.update(str(k) for k, t in zip(keys, types, strict=True) if t and "harness_error" in json.loads(t))
         return errored

@@ -104,10 +104,10 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]
     summary = summarize_cell(mine.to_dict("records"))
     print(f"{cell.spec.label()} ({cell.mode}), {len(cell.tasks)} tasks, results in {store.root}")
     print(format_summary(summary))
-    errors = int(mine["error_types"].str.contains('"harness_error"', regex=False).sum()) if len(mine) else 0
-    if errors:
+    if summary.get("harness_errors"):
         print(
-            f"surfbench: {errors} episode(s) of {cell.spec.label()} ended in a harness error (see the error column); "
+            f"surfbench: {summary['harness_errors']} episode(s) of {cell.spec.label()} ended in a harness error "
+            "(see the error column); "
             "once the cause is fixed, the same command with retry_errors=true runs them again",
             file=sys.stderr,
         )

@@ -4,6 +4,7 @@ cache, native and prompted calling; and the `models` / `cache` commands."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from bench.models.cache import ResponseCache
 from bench.models.client import EndpointRefused, LiteLLMClient, ModelError
 from bench.models.local import EMBEDDED
 from bench.models.types import ModelRequest
+from bench.results import load_runs
 from surfaces.base import ToolSpec
 from tests.fixtures.openai_stub import OpenAIStub, chat_reply, run_surfbench, stub_model_config, tool_call
 
@@ -172,3 +174,27 @@ def test_cache_and_models_commands(tmp_path: Path, monkeypatch, capsys):
     for model in EMBEDDED.values():
         line = next(row for row in listing.splitlines() if row.startswith(model.name))
         assert f"{model.size:,}" in line and model.sha256[:16] in line and line.rstrip().endswith("no")
+
+
+def test_a_run_with_harness_errors_says_so_and_retry_errors_redoes_them(tmp_path: Path):
+    def down_after_first(n: int, body: dict, headers: dict) -> tuple[int, dict]:
+        if n == 1:
+            return 200, chat_reply(content="Done.")
+        return 503, {"error": {"message": "overloaded", "type": "server"}}
+
+    args = ("surface=dispatcher", "limit=2", "episode_retries=0")
+    with OpenAIStub(down_after_first) as s:
+        configs = stub_model_config(tmp_path, s.api_base)
+        first = run_surfbench(tmp_path, configs, *args)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "1 episode(s) of forge/dispatcher/stub ended in a harness error" in first.stderr
+    assert "retry_errors=true" in first.stderr
+
+    with OpenAIStub(lambda n, b, h: (200, chat_reply(content="Done."))) as s:  # the endpoint is back
+        config = configs / "model" / "stub.yaml"
+        config.write_text(re.sub(r"api_base: \S+", f"api_base: {s.api_base}", config.read_text()))
+        again = run_surfbench(tmp_path, configs, *args, "retry_errors=true")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "running 1 episode(s) again" in again.stderr and len(s.requests) == 1
+    episodes = load_runs([tmp_path / "results" / "x"])
+    assert len(episodes) == 2 and episodes["episode_key"].is_unique and episodes["error"].isna().all()
