@@ -139,10 +139,10 @@ def timed_sweep(n: int) -> dict:
             for k, (surface, i) in enumerate(sched, 1):
                 start = time.perf_counter()
                 turn = client.complete(requests[surface][i])
-                spent[surface] += time.perf_counter() - start
+                took = time.perf_counter() - start
+                spent[surface] += took
                 prompt_tokens[surface] += turn.usage.prompt_tokens or 0
-                print(f"  {name} {k}/{len(sched)}: {surface} task {i}, {time.perf_counter() - start:.1f} s",
-                      file=sys.stderr, flush=True)  # fmt: skip
+                print(f"  {name} {k}/{len(sched)}: {surface} task {i}, {took:.1f} s", file=sys.stderr, flush=True)
         for surface in SWEEP:
             out[f"{name}_{surface}_s"] = round(spent[surface], 1)
             out[f"{name}_{surface}_prompt_tokens"] = prompt_tokens[surface]
