@@ -10,22 +10,25 @@ workspace surface routes to; their signatures and docstrings are the catalog, as
 
 Every command, file operations included, runs inside :class:`~tasks.workspace.sandbox.Sandbox`, so a
 path or symlink can never reach outside the episode directory. ``state()`` reads the directory
-without following symlinks.
+without following symlinks, and reports what the episode used (``usage``: peak disk and memory).
+
+A command that runs into the disk quota or the memory cap goes on like any failed command (the model
+sees the error and a note); its log entry, ``last_error_type`` (for the call that ran it) and the
+note in the result carry ``disk_quota_exceeded`` / ``memory_exceeded``.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import stat
-import tempfile
-import weakref
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypedDict
 
 from bench.backend import OperationBackend, ToolError, operation
-from tasks.workspace.sandbox import Limits, Result, Sandbox
+from tasks.workspace.sandbox import MB, Limits, Result, Sandbox
 
 FILES = Path(__file__).resolve().parent / "files"
 STATE_FILE_BYTES = 20_000  # state() keeps text files up to this size
@@ -59,26 +62,41 @@ def tool_usage(root: Path = FILES) -> dict[str, str]:
 class WorkspaceBackend(OperationBackend):
     """One episode directory; commands confined to it."""
 
-    def __init__(self, limits: Limits | None = None) -> None:
+    def __init__(
+        self, limits: Limits | None = None, *, disk_quota_mb: int | None = None, memory_mb: int | None = None
+    ) -> None:
+        """``disk_quota_mb`` / ``memory_mb`` (suite options; 0 turns one off) override ``limits``."""
         super().__init__()
-        self.limits = limits or Limits()
+        limits = limits or Limits()
+        if disk_quota_mb is not None:
+            limits = replace(limits, disk_quota_bytes=int(disk_quota_mb) * MB)
+        if memory_mb is not None:
+            limits = replace(limits, memory_cap_bytes=int(memory_mb) * MB)
+        self.limits = limits
         self.root: Path | None = None
         self.sandbox: Sandbox | None = None
         self.log: list[dict[str, Any]] = []
+        self.last_error_type: str | None = None
+        """The limit the last ``call`` ran into (``disk_quota_exceeded``, ``memory_exceeded``) or None."""
 
     # -- lifecycle ------------------------------------------------------------------------------
     def reset(self, scenario: str | None = None) -> None:
         if scenario not in (None, "default"):
             raise ValueError(f"workspace: unknown scenario {scenario!r} (only 'default')")
-        base = Path(tempfile.mkdtemp(prefix="surfbench-ws-"))
-        base.chmod(0o755)  # the sandbox user must reach work/ inside it
-        root = base / "work"
-        shutil.copytree(FILES, root, symlinks=False)
-        weakref.finalize(self, shutil.rmtree, base, True)
-        self.root = root
-        self.sandbox = Sandbox(root, self.limits)
-        self.sandbox.prepare()
+        self.close()
+        self.sandbox = Sandbox(self.limits, seed=FILES)
+        self.root = self.sandbox.root
         self.log = []
+        self.last_error_type = None
+
+    def close(self) -> None:
+        """Free the episode directory now (garbage collection does it otherwise)."""
+        if self.sandbox is not None:
+            self.sandbox.close()
+
+    def call(self, op: str, args: Mapping[str, Any]) -> Any:
+        self.last_error_type = None
+        return super().call(op, args)
 
     def _box(self) -> Sandbox:
         if self.sandbox is None:
@@ -86,8 +104,8 @@ class WorkspaceBackend(OperationBackend):
         return self.sandbox
 
     def state(self) -> dict[str, Any]:
-        """``files``: path -> text (regular files up to a size; symlinks as '-> target'); ``commands``."""
-        assert self.root is not None
+        """``files``: path -> text (regular files up to a size; symlinks as '-> target'); ``commands``; ``usage``."""
+        assert self.root is not None and self.sandbox is not None
         files: dict[str, Any] = {}
         for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
             for name in sorted(dirnames + filenames):
@@ -98,7 +116,19 @@ class WorkspaceBackend(OperationBackend):
                     files[rel] = f"-> {os.readlink(full)}"
                 elif stat.S_ISREG(info.st_mode):
                     files[rel] = _read_regular(full, info.st_size)
-        return {"files": files, "commands": list(self.log)}
+        return {"files": files, "commands": list(self.log), "usage": self.usage()}
+
+    def usage(self) -> dict[str, Any]:
+        """What the episode used against its limits (peaks sampled while commands ran; None: not measured)."""
+        box = self._box()
+        return {
+            "disk_peak_bytes": box.peak_disk_bytes,
+            "disk_used_bytes": box.disk_used(),
+            "disk_quota_bytes": self.limits.disk_quota_bytes,
+            "memory_peak_bytes": box.peak_memory_bytes,
+            "memory_cap_bytes": self.limits.memory_cap_bytes,
+            "memory_mechanism": box.cap.mechanism if self.limits.memory_cap_bytes else None,
+        }
 
     # -- execution ------------------------------------------------------------------------------
     def _check_tool(self, name: str) -> None:
@@ -127,16 +157,22 @@ class WorkspaceBackend(OperationBackend):
 
     def _cat(self, path: str) -> Result:
         """A file's text, read inside the sandbox (so no path or symlink reaches outside)."""
-        r = self._box().run(["cat", "--", path], readonly=True)
+        r = self._run(["cat", "--", path], readonly=True)
         if r.exit_code != 0:
-            raise ToolError(r.stderr.strip() or f"cannot read {path}")
+            raise ToolError(_why(r) or f"cannot read {path}")
         return r
 
     def _count(self, steps: list[Any]) -> int:
         return sum(len(s.get("parallel") or []) if isinstance(s, dict) and "parallel" in s else 1 for s in steps)
 
+    def _run(self, argv: list[str], stdin: str = "", readonly: bool = False) -> Result:
+        """Every command goes through here: the first limit one runs into is the call's error type."""
+        result = self._box().run(argv, stdin=stdin, readonly=readonly)
+        self.last_error_type = self.last_error_type or result.error_type
+        return result
+
     def _run_one(self, step: dict[str, Any], stdin: str, readonly: bool, where: str) -> Result:
-        result = self._box().run(self._argv(step), stdin=stdin, readonly=readonly)
+        result = self._run(self._argv(step), stdin=stdin, readonly=readonly)
         self.log.append(
             {
                 "where": where,
@@ -145,6 +181,7 @@ class WorkspaceBackend(OperationBackend):
                 "args": step.get("args"),
                 "exit": result.exit_code,
                 "timed_out": result.timed_out,
+                "error_type": result.error_type,
             }
         )
         return result
@@ -241,9 +278,9 @@ class WorkspaceBackend(OperationBackend):
             content: The whole new content of the file.
         """
         script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
-        r = self._box().run(["bash", "-c", script, "write_file", path], stdin=content)
+        r = self._run(["bash", "-c", script, "write_file", path], stdin=content)
         if r.exit_code != 0:
-            raise ToolError(r.stderr.strip() or f"cannot write {path}")
+            raise ToolError(_why(r) or f"cannot write {path}")
         return f"wrote {len(content.encode())} bytes to {path}"
 
     @operation("files", 10.0)
@@ -264,6 +301,11 @@ class WorkspaceBackend(OperationBackend):
             raise ToolError(f"old_string {why} in {path}")
         self.write_file(path, r.stdout.replace(old_string, new_string, 1))
         return f"edited {path}"
+
+
+def _why(r: Result) -> str:
+    """A failed file operation's error, with the limit it ran into first (as a command's summary has it)."""
+    return f"[{r.note}] {r.stderr.strip()}" if r.note else r.stderr.strip()
 
 
 def _read_regular(path: Path, size: int) -> str:

@@ -9,7 +9,10 @@
   one command (``a | b``) is a pipeline and is not counted;
 - ``inline_reimplementation``: the task's job has a named tool (``meta.tool``), the episode ran inline
   code that did something other than look around (``ls``, ``cat``, ``head`` ...), and it never
-  invoked that tool, neither by reference nor by name inside code.
+  invoked that tool, neither by reference nor by name inside code;
+- ``disk_quota_exceeded`` / ``memory_exceeded``: a command ran into the episode's disk quota or its
+  memory cap. Read from the note the sandbox puts after ``[exit N]`` on the first line of that
+  command's result, before its own output (the backend's command log has it too).
 
 Each mode counts at most once per episode.
 """
@@ -22,6 +25,14 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 LOOKING = {"ls", "cat", "head", "tail", "pwd", "find", "tree", "file", "echo", "stat", "less", "more"}
+# a command's first line as the sandbox writes it: the result's first line (one command, a failed stage, a
+# file operation's error), or a "--- steps[i]" header in a list of commands
+_HEAD = r"\[(?:exit -?\d+|killed: [^\]\n]*)\] "
+_NOTE = r"\[(disk quota|memory limit): "
+LIMIT_NOTE = re.compile(
+    rf"\A(?:stage \d+ failed: {_HEAD}|Error: |{_HEAD}){_NOTE}|^--- \S+ {_HEAD}{_NOTE}", re.MULTILINE
+)
+LIMITS = {"disk quota": "disk_quota_exceeded", "memory limit": "memory_exceeded"}
 
 
 def _commands(items: Any) -> Iterator[dict[str, Any]]:
@@ -54,6 +65,9 @@ def failure_modes(task: Any, calls: Sequence[Any]) -> list[str]:
     codes: list[str] = []
     tools_used: set[str] = set()
     for call in calls:
+        for first, listed in LIMIT_NOTE.findall(call.result or "") if call.kind == "operation" else ():
+            if LIMITS[first or listed] not in found:
+                found.append(LIMITS[first or listed])
         args = call.arguments if isinstance(call.arguments, dict) else {}
         if call.operation == "run_pipe":
             stages = args.get("stages")
