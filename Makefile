@@ -47,8 +47,9 @@ bench: model
 	$(PY) scripts/bench_order.py; o=$$?; \
 	$(PY) scripts/bench_throughput.py; t=$$?; \
 	$(PY) scripts/bench_harness.py; h=$$?; \
+	$(PY) scripts/bench_sandbox.py; x=$$?; \
 	$(PY) scripts/bench_table.py; \
-	exit $$((s | o | t | h))
+	exit $$((s | o | t | h | x))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -68,7 +68,7 @@ def _report(args: argparse.Namespace) -> int:
 
     runs = [Path(r) for r in args.runs]
     out = Path(args.out) if args.out else runs[0] / "report"
-    md, page = write_report(runs, out, baseline=args.baseline)
+    md, page = write_report(runs, out, baseline=args.baseline, keep_newest=args.keep_newest)
     print(f"wrote {md} and {page}")
     return 0
 
@@ -76,12 +76,44 @@ def _report(args: argparse.Namespace) -> int:
 def _gate(args: argparse.Namespace) -> int:
     from bench.gate import format_gate, judge
 
-    result = judge(Path(args.criteria), [Path(r) for r in args.runs])
+    result = judge(Path(args.criteria), [Path(r) for r in args.runs], keep_newest=args.keep_newest)
     text = format_gate(result)
     print(text)
     if args.out:
         Path(args.out).write_text(text + "\n", encoding="utf-8")
     return result.exit_code
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from bench.power import plan
+
+    print(plan(args.baseline, args.drop, args.paired_discordance).text())
+    return 0
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from bench.provenance import read_run_info
+    from bench.results import migrate_run
+
+    for run in args.runs:
+        read_run_info(Path(run))  # a run folder, or one clear error
+        print(f"{run}: {migrate_run(Path(run))} part file(s) rewritten in today's table schemas")
+    return 0
+
+
+def _prune(args: argparse.Namespace) -> int:
+    from bench.provenance import prune
+
+    for run in args.runs:
+        removed = prune(Path(run))
+        print(f"{run}: removed {removed} episode(s) of an older cell identity")
+    return 0
+
+
+def _whatif(args: argparse.Namespace) -> int:
+    from bench.whatif import main as whatif_main
+
+    return whatif_main(args.setting, args.runs, out=args.out, summary_only=args.summary_only)
 
 
 def _models(args: argparse.Namespace) -> int:
@@ -158,13 +190,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", help="run folders (results/<run>)")
     p.add_argument("--out", default=None, help="output folder (default: <first run>/report)")
     p.add_argument("--baseline", default="full", help="surface to compare against (default: full)")
+    p.add_argument("--keep-newest", action="store_true", help="count the newest row of a duplicated episode key")
     p.set_defaults(func=_report)
 
     p = sub.add_parser("gate", help="ship / revise / close per candidate surface; exit 0 / 1 / 2")
     p.add_argument("--criteria", required=True, help="criteria file, e.g. configs/gate/dsh.yaml")
     p.add_argument("runs", nargs="+", help="run folders")
     p.add_argument("--out", default=None, help="also write the decision table to this file")
+    p.add_argument("--keep-newest", action="store_true", help="count the newest row of a duplicated episode key")
     p.set_defaults(func=_gate)
+
+    p = sub.add_parser("plan", help="tasks x repeats a paired comparison needs to detect a given drop")
+    p.add_argument("--baseline", type=float, required=True, help="baseline success or accuracy, e.g. 0.6")
+    p.add_argument("--drop", type=float, required=True, help="the drop to detect, e.g. 0.05")
+    p.add_argument(
+        "--paired-discordance",
+        type=float,
+        default=None,
+        help="share of tasks where exactly one surface succeeds (from an earlier run's report); "
+        "default: as if the surfaces' outcomes were independent (conservative)",
+    )
+    p.set_defaults(func=_plan)
+
+    p = sub.add_parser("migrate", help="rewrite an older run's parquet parts in today's table schemas")
+    p.add_argument("runs", nargs="+", help="run folders")
+    p.set_defaults(func=_migrate)
+
+    p = sub.add_parser("prune", help="delete a run's episodes of an older cell identity (edited task or config)")
+    p.add_argument("runs", nargs="+", help="run folders")
+    p.set_defaults(func=_prune)
+
+    p = sub.add_parser("whatif", help="effect of stop_on_repeat=K on recorded runs, without a model")
+    p.add_argument("setting", help="stop_on_repeat=K, or stop_on_repeat=K1,K2,... for several")
+    p.add_argument("runs", nargs="+", help="run folders")
+    p.add_argument("--out", default=None, help="also write the markdown to this file")
+    p.add_argument("--summary-only", action="store_true", help="only the self-check and the summary table")
+    p.set_defaults(func=_whatif)
 
     p = sub.add_parser("models", help="list embedded local models, or pull one: surfbench models pull NAME")
     p.add_argument("action", nargs="?", choices=["list", "pull"], default="list")

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from bench.power import mde_from_interval, mde_paired
 
 PAIR_KEYS = ("suite", "model", "mode", "task_id", "repeat")
 
@@ -43,6 +44,15 @@ class Paired:
     success_delta_high: float | None = None
     """95% paired-bootstrap interval of that difference."""
     baseline_success: float | None = None
+    success_mde: float | None = None
+    """Smallest success difference these pairs detect at 80% power, 5% two-sided (bench.power)."""
+    first_try_mde: float | None = None
+    """Smallest first-try accuracy difference these pairs detect at 80% power, 5% two-sided."""
+
+    @property
+    def discordance(self) -> float:
+        """Share of pairs where exactly one surface succeeded."""
+        return (self.only_baseline_ok + self.only_candidate_ok) / self.pairs if self.pairs else 0.0
 
 
 def mcnemar_exact(b: int, c: int) -> float | None:
@@ -65,22 +75,27 @@ def _tries(row: Mapping[str, Any], ops: set[str] | None) -> tuple[int, int]:
 def bootstrap_delta(
     pairs: list[tuple[tuple[int, int], tuple[int, int]]], rounds: int = 2000, seed: int = 0
 ) -> tuple[float | None, float | None, float | None]:
-    """Difference (candidate - baseline) in micro-averaged accuracy with a 95% percentile interval."""
+    """Difference (candidate - baseline) in micro-averaged accuracy with a 95% percentile interval.
 
-    def delta(sample: Iterable[tuple[tuple[int, int], tuple[int, int]]]) -> float | None:
-        bc = bn = cc = cn = 0
-        for (b_ok, b_n), (c_ok, c_n) in sample:
-            bc, bn, cc, cn = bc + b_ok, bn + b_n, cc + c_ok, cn + c_n
-        if not bn or not cn:
-            return None
-        return cc / cn - bc / bn
+    ``pairs``: per task, ((baseline correct, baseline attempts), (candidate correct, candidate attempts)).
+    Tasks are resampled with replacement ``rounds`` times (seeded: the same input gives the same interval).
+    """
+    import numpy as np
 
-    point = delta(pairs)
-    if point is None:
+    if not pairs:
         return None, None, None
-    rng = random.Random(seed)
-    stats = sorted(d for d in (delta(rng.choices(pairs, k=len(pairs))) for _ in range(rounds)) if d is not None)
-    return point, stats[int(0.025 * (len(stats) - 1))], stats[int(0.975 * (len(stats) - 1))]
+    data = np.asarray([[b_ok, b_n, c_ok, c_n] for (b_ok, b_n), (c_ok, c_n) in pairs], dtype=float)
+    if not data[:, 1].sum() or not data[:, 3].sum():
+        return None, None, None
+    point = data[:, 2].sum() / data[:, 3].sum() - data[:, 0].sum() / data[:, 1].sum()
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(data), size=(rounds, len(data)))
+    sums = data[picks].sum(axis=1)  # rounds x 4
+    ok = (sums[:, 1] > 0) & (sums[:, 3] > 0)
+    stats = np.sort(sums[ok, 2] / sums[ok, 3] - sums[ok, 0] / sums[ok, 1])
+    if not len(stats):
+        return float(point), None, None
+    return float(point), float(stats[int(0.025 * (len(stats) - 1))]), float(stats[int(0.975 * (len(stats) - 1))])
 
 
 def paired_comparisons(frame: Any, baseline: str, ops: set[str] | None = None) -> list[Paired]:
@@ -123,6 +138,8 @@ def paired_comparisons(frame: Any, baseline: str, ops: set[str] | None = None) -
                     success_delta_low=s_low,
                     success_delta_high=s_high,
                     baseline_success=sum(w[0][0] for w in wins) / len(wins),
+                    success_mde=mde_paired(len(matched), (b + c) / len(matched)),
+                    first_try_mde=mde_from_interval(low, high, len(matched)),
                 )
             )
     return out

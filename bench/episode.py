@@ -1,7 +1,8 @@
 """The episode loop: the model is the agent.
 
 Call the model; run its tool calls (in order) through the surface; feed the results back; stop on a
-text-only answer, on ``max_steps``, or on a harness error. A tool error (rejection, failed
+text-only answer, on ``max_steps``, on a harness error, or (``stop_on_repeat``) when the model is stuck
+sending the same failing output again (:mod:`bench.stuck`). A tool error (rejection, failed
 operation) goes back to the model as the tool's result; a harness error ends the episode and is
 recorded with its traceback.
 """
@@ -21,6 +22,7 @@ from bench.backend import Backend, ToolError
 from bench.models.client import ContextOverflow, EndpointRefused
 from bench.models.types import ModelRequest, ModelTurn, ParsedCall
 from bench.records import CallRecord, EpisodeTrace, StepRecord
+from bench.stuck import STUCK_REPEAT, RepeatTracker
 from bench.suite import Task
 from bench.validation import validate_args
 from bench.wire import compact_json, count_tokens, tool_wire_text, utf8_len
@@ -28,6 +30,7 @@ from surfaces.base import Dispatch, Session, ToolCall
 
 RESULT_CHARS = 4000  # a tool result longer than this is cut (the model sees the cut)
 CONTEXT_OVERFLOW = "context_overflow"
+BACKEND_ERROR = "backend_error"
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,8 @@ class LoopSettings:
     temperature: float = 0.0
     max_tokens: int = 512
     seed: int | None = 0
+    stop_on_repeat: int | None = None
+    """End the episode at the K-th consecutive identical repeat of a failing step (bench.stuck); None: never."""
 
 
 class Complete(Protocol):
@@ -94,6 +99,7 @@ def run_episode(
     system = system_text(system_prompt, session.system_text())
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
     step = 0
+    repeats = RepeatTracker()
     try:
         for turn_text in task.turns:
             messages.append({"role": "user", "content": turn_text})
@@ -115,10 +121,14 @@ def run_episode(
                 trace.calls += calls
                 trace.steps.append(_step_record(step, request, turn, tools, system, calls))
                 step += 1
+                run = repeats.observe(trace.steps[-1], calls)
                 messages.append(_assistant_message(turn))
+                for call, record in zip(turn.tool_calls, calls, strict=False):
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": record.result})
+                if settings.stop_on_repeat is not None and run >= settings.stop_on_repeat:
+                    trace.stopped = STUCK_REPEAT  # scored like max_steps: no answer, no further user turn
+                    break
                 if turn.tool_calls:
-                    for call, record in zip(turn.tool_calls, calls, strict=False):
-                        messages.append({"role": "tool", "tool_call_id": call.id, "content": record.result})
                     continue
                 if turn.parse_failures:
                     why = turn.parse_failures[0].reason
@@ -134,6 +144,8 @@ def run_episode(
                 break
             else:
                 break  # max_steps reached inside this user turn: no more turns
+            if trace.stopped:
+                break  # stopped as stuck inside this user turn: like max_steps, no more turns
             if task.checks_turns:
                 trace.turn_states.append(backend.state())
     except EndpointRefused:  # no request can succeed as configured: stop the cell with this one error
@@ -192,13 +204,16 @@ def _run_call(
             schema_valid, None, _result_text(outcome.text),
         )  # fmt: skip
     assert outcome.operation is not None and outcome.args is not None
+    error_type: str | None
     try:
         result = backend.call(outcome.operation, outcome.args)
-        ok, text = True, _result_text(result)
+        ok, text, error_type = True, _result_text(result), None
     except ToolError as exc:
-        ok, text = False, f"Error: {exc}"
+        ok, text, error_type = False, f"Error: {exc}", BACKEND_ERROR
+    # a sandboxed backend names the limit the call ran into (disk quota, memory cap): more specific
+    error_type = getattr(backend, "last_error_type", None) or error_type
     return CallRecord(
-        step, index, call.name, outcome.args, "operation", outcome.operation, None, None, schema_valid, ok, text
+        step, index, call.name, outcome.args, "operation", outcome.operation, None, error_type, schema_valid, ok, text
     )
 
 

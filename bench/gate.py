@@ -14,16 +14,19 @@ A criteria file (``configs/gate/*.yaml``)::
 
 Each criterion is judged ``pass``, ``fail`` or ``inconclusive`` (an interval that straddles the
 threshold, or a drop criterion whose baseline is already at or below the allowed drop, so that no
-drop could be seen). Per candidate and model: any decisive ``fail`` with ``on_fail: close`` -> close; else
-any fail or inconclusive -> revise; else ship. A candidate's decision is its worst over models.
+drop could be seen), or ``underpowered``: inconclusive, and the threshold is below the comparison's
+minimum detectable difference at 80% power (bench.power), with the paired N that would suffice.
+Per candidate and model: any decisive ``fail`` with ``on_fail: close`` -> close; else any fail,
+inconclusive or underpowered -> revise; else ship. A candidate's decision is its worst over models.
 Exit code: 0 if some candidate ships, 1 if the best is revise, 2 if all close (or on error).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +34,7 @@ import yaml
 
 from bench.config import ConfigError
 from bench.metrics import summarize_cell
-from bench.results import load_runs
+from bench.provenance import RunView, load_current
 
 KINDS = ("help_bytes_max", "prompt_tokens_ratio_max", "first_try_drop_max", "round_trips_ratio_max", "success_drop_max")
 DECISIONS = ("ship", "revise", "close")
@@ -54,7 +57,7 @@ class Verdict:
     observed: str
     """What was measured (with its interval, where there is one)."""
     outcome: str
-    """``pass``, ``fail`` or ``inconclusive``."""
+    """``pass``, ``fail``, ``inconclusive`` or ``underpowered`` (the threshold is below the run's MDE)."""
     on_fail: str
 
 
@@ -66,6 +69,10 @@ class GateResult:
     decisions: dict[str, str]
     """Candidate -> ship / revise / close (worst over models)."""
     per_model: dict[tuple[str, str], str]
+    configs: list[str] = field(default_factory=list)
+    """Which recorded surface config each candidate was judged with (from run.json)."""
+    notes: list[str] = field(default_factory=list)
+    """Rows left out, suite files changed since the run."""
 
     @property
     def exit_code(self) -> int:
@@ -109,40 +116,74 @@ def _hot_ops(suites: set[str], k: int | None) -> set[str] | None:
     return hot
 
 
-def _help_sizes(runs: list[Path], candidate: str) -> dict[str, int]:
-    """Help payload bytes per operation for the candidate surface, rebuilt from the run's own config."""
+def _help_sizes(view: RunView, candidate: str) -> tuple[dict[str, int], list[str]]:
+    """Help payload bytes per operation for the candidate surface, rebuilt from the config the run recorded.
+
+    Returns the sizes and a line per cell saying which surface config was used (the run's, never
+    today's file).
+    """
     from bench.config import surface_config
     from bench.suite import load_suite
     from surfaces import build_surface
 
     sizes: dict[str, int] = {}
-    for run in runs:
-        info = json.loads((run / "run.json").read_text())
-        for cell in info.get("cells", []):
-            if cell.get("surface") != candidate:
-                continue
-            cfg = surface_config(candidate)
-            catalog = load_suite(cell["suite"]).catalog
-            surface = build_surface(catalog, cfg.kind, cfg.params, name=cfg.name)
-            for op in surface.reachable():
-                text = surface.help_payload(op)
-                if text is not None:
-                    sizes[op.name] = len(text.encode("utf-8"))
-    return sizes
+    used: list[str] = []
+    for cell in view.cells():
+        if cell.get("surface_label") != candidate:
+            continue
+        resolved = cell["identity"]["surface"]
+        catalog = load_suite(str(cell["suite"])).catalog
+        if catalog.content_hash != cell.get("catalog_hash"):
+            raise ConfigError(
+                f"suite {cell['suite']!r}: its catalog changed since the run (hash {cell.get('catalog_hash')} "
+                f"recorded, {catalog.content_hash} now); help sizes cannot be judged on the catalog the run used"
+            )
+        surface = build_surface(catalog, str(resolved["kind"]), dict(resolved["params"]), name=str(resolved["name"]))
+        used.append(f"{candidate}: kind {resolved['kind']}, params {json.dumps(resolved['params'], sort_keys=True)}")
+        for op in surface.reachable():
+            text = surface.help_payload(op)
+            if text is not None:
+                sizes[op.name] = len(text.encode("utf-8"))
+    for cell in view.legacy_cells():  # recorded before run.json kept the resolved config: today's file
+        if cell.get("surface") != candidate or any(u.startswith(f"{candidate}:") for u in used):
+            continue
+        cfg = surface_config(candidate)
+        surface = build_surface(load_suite(str(cell["suite"])).catalog, cfg.kind, cfg.params, name=cfg.name)
+        used.append(
+            f"{candidate}: kind {cfg.kind}, params {json.dumps(cfg.params, sort_keys=True)} (today's "
+            f"configs/surface/{candidate}.yaml: the run predates recorded configs)"
+        )
+        for op in surface.reachable():
+            text = surface.help_payload(op)
+            if text is not None:
+                sizes[op.name] = len(text.encode("utf-8"))
+    return sizes, used
 
 
-def judge(criteria_path: Path, runs: list[Path]) -> GateResult:
+def _surface_label(name: str, labels: set[str]) -> str:
+    """The run's label for a surface that a gate file names.
+
+    A gate file names a surface config (``preselect``); a run made with overrides labels it
+    ``preselect[params.k=10]``: the one label of that config stands for it (two would be ambiguous).
+    """
+    if name in labels:
+        return name
+    matches = [label for label in labels if label.startswith(name + "[")]
+    return matches[0] if len(matches) == 1 else name
+
+
+def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> GateResult:
     from bench.compare import paired_comparisons
 
     spec = load_criteria(criteria_path)
-    frame = load_runs(runs)
-    if len(frame) == 0:
-        raise ConfigError(f"no episodes in {', '.join(map(str, runs))}")
-    baseline = str(spec.get("baseline", "full"))
+    view = load_current(runs, keep_newest=keep_newest)
+    frame = view.frame
     surfaces = set(frame["surface"])
+    baseline = _surface_label(str(spec.get("baseline", "full")), surfaces)
     if baseline not in surfaces:
         raise ConfigError(f"baseline surface {baseline!r} is not in the runs (they have {', '.join(sorted(surfaces))})")
-    candidates = list(spec.get("candidates") or sorted(surfaces - {baseline}))
+    named = spec.get("candidates")
+    candidates = [_surface_label(str(c), surfaces) for c in named] if named else sorted(surfaces - {baseline})
     missing = [c for c in candidates if c not in surfaces]
     if missing:
         raise ConfigError(f"candidate surface(s) {missing} not in the runs")
@@ -150,8 +191,10 @@ def judge(criteria_path: Path, runs: list[Path]) -> GateResult:
     paired = {(p.candidate, p.model): p for p in paired_comparisons(frame, baseline, hot)}
     verdicts: list[Verdict] = []
     per_model: dict[tuple[str, str], str] = {}
+    configs: list[str] = []
     for cand in candidates:
-        helps = _help_sizes(runs, cand)
+        helps, used = _help_sizes(view, cand)
+        configs += used
         for model in sorted(set(frame[frame["surface"] == cand]["model"])):
             base = summarize_cell(frame[(frame["surface"] == baseline) & (frame["model"] == model)].to_dict("records"))
             mine = summarize_cell(frame[(frame["surface"] == cand) & (frame["model"] == model)].to_dict("records"))
@@ -168,7 +211,8 @@ def judge(criteria_path: Path, runs: list[Path]) -> GateResult:
         cand: max((d for (c, _), d in per_model.items() if c == cand), key=DECISIONS.index, default="close")
         for cand in candidates
     }
-    return GateResult(str(spec.get("name", criteria_path.stem)), baseline, verdicts, decisions, per_model)
+    name = str(spec.get("name", criteria_path.stem))
+    return GateResult(name, baseline, verdicts, decisions, per_model, configs, list(view.notes))
 
 
 def _ratio_verdict(c: Criterion, cand: str, model: str, mine: float | None, base: float | None, what: str) -> Verdict:
@@ -218,8 +262,16 @@ def _verdict(
             what = "first tries" if first_tries else "success"
             return Verdict(cand, model, c.kind, c.value, f"no paired {what}", "inconclusive", c.on_fail)
         drop, worst, best = -delta, -low, -high
+        mde = pair.first_try_mde if first_tries else pair.success_mde
         observed = f"drop {100 * drop:+.1f} pts [95% CI {100 * best:+.1f}, {100 * worst:+.1f}] over {pair.pairs} tasks"
+        if mde is not None:
+            observed += f"; MDE {100 * mde:.1f} pts"
         outcome = "pass" if worst <= c.value else ("fail" if best > c.value else "inconclusive")
+        if outcome == "inconclusive" and mde is not None and c.value < mde and (baseline or 0.0) > c.value:
+            # the run is too small to see a drop of the threshold's size: say what would be enough
+            needed = math.ceil(pair.pairs * (mde / c.value) ** 2) if c.value > 0 else None
+            outcome = "underpowered"
+            observed += f"; threshold below the MDE: about {needed} paired tasks x repeats needed" if needed else ""
         if outcome == "pass" and (baseline or 0.0) <= c.value:
             # the baseline is too weak to lose more than the allowed drop: no test can fail, so none passes
             observed += f"; baseline only {100 * (baseline or 0.0):.0f}%: a drop cannot show"
@@ -239,4 +291,8 @@ def format_gate(result: GateResult) -> str:
         lines.append(f"{cand} on {model}: {decision}")
     for cand, decision in result.decisions.items():
         lines.append(f"decision for {cand}: {decision.upper()}")
+    if result.configs or result.notes:
+        lines.append("")
+    lines += [f"surface config used: {c}" for c in result.configs]
+    lines += [f"note: {n}" for n in result.notes]
     return "\n".join(lines)

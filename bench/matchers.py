@@ -1,4 +1,4 @@
-"""BFCL-style argument matchers, and the fixed list of error types every checker failure carries.
+"""BFCL-style argument matchers (their failures carry the error types of :mod:`bench.taxonomy`).
 
 A matcher for one argument is:
 
@@ -19,31 +19,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-# The fixed taxonomy. Every failed check carries exactly one of these.
-ERROR_TYPES: tuple[str, ...] = (
-    "wrong_operation",  # the call named another operation than the one expected
-    "missing_call",  # an expected call never happened
-    "unexpected_call",  # a write the task did not ask for (should-refuse tasks)
-    "missing_argument",  # a required/expected argument was omitted
-    "wrong_value",  # an argument had a value outside the acceptable ones
-    "extra_argument",  # an argument the expected call does not have
-    "type_error",  # an argument of the wrong JSON type
-    "schema_invalid",  # rejected by schema validation (enum, constraint, unknown argument, ...)
-    "not_exposed",  # a call to a tool the surface did not show (boundary violation)
-    "not_loaded",  # an operation called before it was loaded or found (protocol violation)
-    "unknown_operation",  # a dispatcher call naming no operation of the catalog
-    "bad_meta_call",  # a malformed help/load/search call
-    "parse_failure",  # output that claimed a tool call but could not be parsed
-    "backend_error",  # the operation ran and failed (not found, conflict, ...)
-    "state_mismatch",  # a final-state check failed
-    "answer_mismatch",  # an answer check failed
-    "no_answer",  # the episode ended without a final text answer (max_steps)
-    "harness_error",  # the harness itself failed (recorded with a traceback)
-    "context_overflow",  # the conversation no longer fit the model's context window
-)
-# workspace-suite failure modes of the ollie-core seed, used by execution-tool surfaces
-ERROR_TYPES += ("steps_and_pipe", "pipe_for_steps", "steps_for_pipe", "reimplemented_tool")
 
 _MISSING = object()
 

@@ -41,6 +41,7 @@ METRICS = {
         Metric("parse_failures", "parse fail.", False, "unparseable tool calls, per episode"),
         Metric("stable_prefix_rate", "stable prefix", True, "share of episodes with an unchanged tool block"),
         Metric("latency_s", "latency s", False, "model time per episode"),
+        Metric("stuck_rate", "stuck", False, "share of episodes that sent the same failing output 3 times in a row"),
     )
 }
 
@@ -59,6 +60,10 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
 def _mean(values: Iterable[Any]) -> float | None:
     clean = [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
     return sum(clean) / len(clean) if clean else None
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or str(value) == "<NA>"
 
 
 def summarize_cell(rows: list[Mapping[str, Any]]) -> dict[str, Any]:
@@ -87,6 +92,8 @@ def summarize_cell(rows: list[Mapping[str, Any]]) -> dict[str, Any]:
         "parse_failures": _mean(r["parse_failures"] for r in rows),
         "stable_prefix_rate": _mean(1.0 if r["stable_prefix"] else 0.0 for r in rows),
         "latency_s": _mean(r["latency_s"] for r in rows),
+        # runs recorded before stuck detection have no such column: unknown, not 0
+        "stuck_rate": _mean(None if _missing(r.get("stuck")) else float(bool(r["stuck"])) for r in rows),
         "harness_errors": sum(1 for r in rows if r.get("error") and not is_context_overflow(r.get("error"))),
         "context_overflows": sum(1 for r in rows if is_context_overflow(r.get("error"))),
     }
@@ -134,6 +141,8 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         f"stable prefix          {fmt(summary['stable_prefix_rate'], 'pct')}",
         f"model latency          {fmt(summary['latency_s'])} s / episode",
     ]
+    if summary.get("stuck_rate") is not None:
+        lines.append(f"stuck                  {fmt(summary['stuck_rate'], 'pct')} of episodes (same failing call 3x)")
     if summary.get("context_overflows"):
         lines.append(f"context overflows      {summary['context_overflows']} (the conversation outgrew the model)")
     if summary.get("harness_errors"):

@@ -23,11 +23,11 @@ class _Tracker:
         self.tokens: dict[str, int] = {}
 
     def begin(self, cell: Cell, done: int) -> None:
-        self.started[cell.spec.label()] = (time.perf_counter(), done)
-        self.tokens[cell.spec.label()] = 0
+        self.started[cell.label()] = (time.perf_counter(), done)
+        self.tokens[cell.label()] = 0
 
     def step(self, cell: Cell, done: int, total: int, episode: dict[str, Any]) -> tuple[float, float]:
-        label = cell.spec.label()
+        label = cell.label()
         t0, done0 = self.started.get(label, (time.perf_counter(), 0))
         elapsed = time.perf_counter() - t0
         self.tokens[label] = self.tokens.get(label, 0) + int(episode.get("completion_tokens_total") or 0)
@@ -42,7 +42,7 @@ def plain_progress(stream: TextIO | None = None) -> ProgressFn:
     tracker = _Tracker()
 
     def report(cell: Cell, done: int, total: int, episode: dict[str, Any] | None) -> None:
-        label = cell.spec.label()
+        label = cell.label()
         if episode is None:
             tracker.begin(cell, done)
             print(f"{label}: {done}/{total} episodes already done", file=out, flush=True)
@@ -67,7 +67,7 @@ def live_progress(stream: TextIO | None = None, width: int = 24) -> ProgressFn:
     tracker = _Tracker()
 
     def report(cell: Cell, done: int, total: int, episode: dict[str, Any] | None) -> None:
-        label = cell.spec.label()
+        label = cell.label()
         if episode is None:
             tracker.begin(cell, done)
             eta, rate = 0.0, 0.0

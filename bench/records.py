@@ -28,7 +28,7 @@ class CallRecord:
     meta: str | None = None
     """``help``, ``load`` or ``search`` for meta calls."""
     error_type: str | None = None
-    """Why the surface rejected it (see bench.matchers.ERROR_TYPES)."""
+    """Why the surface rejected it (bench.taxonomy: a core type, or one its suite or surface declares)."""
     schema_valid: bool | None = None
     """Whether the arguments pass the operation's own schema (for calls naming an operation)."""
     backend_ok: bool | None = None
@@ -80,6 +80,8 @@ class EpisodeTrace:
     error: str | None = None
     """A harness error that ended the episode."""
     traceback: str | None = None
+    stopped: str | None = None
+    """Why the loop ended the episode early, as an error type (``stuck_repeat``; see bench.stuck), or None."""
     state: dict[str, Any] = field(default_factory=dict)
     """Backend state at the end."""
     turn_states: list[Any] = field(default_factory=list)

@@ -18,11 +18,13 @@ from bench.figures import draw_all
 from bench.report_data import (
     CELL_HEAD,
     PAIRED_HEAD,
+    PASS_K_HEAD,
     ReportData,
     cell_table,
     collect,
     error_table,
     paired_table,
+    pass_k_table,
     per_op_table,
 )
 
@@ -38,12 +40,21 @@ def markdown(data: ReportData, figures: dict[str, str]) -> str:
     parts = [f"# surfbench report\n\nRuns: {', '.join(data.runs)}. Made {stamp}. Baseline surface: `{data.baseline}`."]
     if data.scripted:
         parts.append("> **Scripted model in these runs: not a measurement.**")
+    parts += [f"> Note: {note}" for note in data.notes]
     parts.append("## Surfaces x models\n\n" + _md(CELL_HEAD, cell_table(data)))
     if data.paired:
         parts.append(
             f"## Paired against `{data.baseline}` (same tasks)\n\nSuccess: McNemar's exact test on discordant "
-            "pairs. First-try argument accuracy: difference with a 95% paired-bootstrap interval.\n\n"
+            "pairs. First-try argument accuracy: difference with a 95% paired-bootstrap interval. MDE: the "
+            "smallest difference these pairs detect at 80% power, 5% two-sided; a smaller difference can "
+            "neither be shown nor ruled out here (`surfbench plan` says what would).\n\n"
             + _md(PAIRED_HEAD, paired_table(data))
+        )
+    pk_rows = pass_k_table(data)
+    if pk_rows:
+        parts.append(
+            "## Repeats: pass@k and pass^k\n\npass@k: at least one of k repeats succeeds; pass^k: all k "
+            "succeed (tau-bench). Wilson intervals over tasks.\n\n" + _md(PASS_K_HEAD, pk_rows)
         )
     head, rows = per_op_table(data)
     parts.append("## First-try argument accuracy per operation (hottest first)\n\n" + _md(head, rows))
@@ -79,6 +90,7 @@ def html_page(data: ReportData, images: dict[str, str]) -> str:
     """One file: tables and figures (PNG as data: URIs), no script, no external resource."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     banner = '<p class="warn">Scripted model in these runs: not a measurement.</p>' if data.scripted else ""
+    banner += "".join(f"<p>Note: {html.escape(note)}</p>" for note in data.notes)
     head, rows = per_op_table(data)
     runs = html.escape(", ".join(data.runs))
     figs = "".join(
@@ -93,6 +105,7 @@ def html_page(data: ReportData, images: dict[str, str]) -> str:
 {banner}
 <h2>Surfaces x models</h2>{_html_table(CELL_HEAD, cell_table(data))}
 <h2>Paired against {html.escape(data.baseline)}</h2>{_html_table(PAIRED_HEAD, paired_table(data))}
+<h2>Repeats: pass@k and pass^k</h2>{_html_table(PASS_K_HEAD, pass_k_table(data))}
 <h2>First-try argument accuracy per operation (hottest first)</h2>{_html_table(head, rows)}
 <h2>Error types: share of episodes with each</h2>{_html_table(*error_table(data))}
 <h2>Figures</h2>{figs}
@@ -100,9 +113,11 @@ def html_page(data: ReportData, images: dict[str, str]) -> str:
 """
 
 
-def write_report(runs: Sequence[str | Path], out_dir: Path, baseline: str = "full") -> tuple[Path, Path]:
+def write_report(
+    runs: Sequence[str | Path], out_dir: Path, baseline: str = "full", keep_newest: bool = False
+) -> tuple[Path, Path]:
     """Write report.md, report.html and the figures; return the two report paths."""
-    data = collect(runs, baseline)
+    data = collect(runs, baseline, keep_newest=keep_newest)
     out_dir.mkdir(parents=True, exist_ok=True)
     pngs = draw_all(data, out_dir)
     import base64

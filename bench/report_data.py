@@ -15,7 +15,8 @@ from typing import Any
 
 from bench.compare import Paired, paired_comparisons
 from bench.metrics import fmt, per_operation, summarize_cell
-from bench.results import load_runs
+from bench.power import PassK, pass_k
+from bench.provenance import load_current
 
 CELL_KEYS = ["suite", "surface", "surface_kind", "model", "params_b", "mode"]
 KIND_ORDER = {"full": 0, "core": 1, "dispatcher": 2, "lazy": 3, "search": 4, "preselect": 5}
@@ -29,6 +30,8 @@ class CellRow:
     """Mean tool-block wire bytes on the first step."""
     tools_shown: float | None
     """Mean tools shown on the first step."""
+    pass_k: PassK | None = None
+    """pass@k and pass^k over the cell's tasks when each ran k > 1 times (else None)."""
 
 
 @dataclass
@@ -69,6 +72,7 @@ def cell_rows(frame: Any) -> list[CellRow]:
                 summary=summarize_cell(group.to_dict("records")),
                 tool_block_bytes=float(block.mean()) if len(block) else None,
                 tools_shown=float(shown.mean()) if len(shown) else None,
+                pass_k=pass_k(group.to_dict("records")),
             )
         )
     rows.sort(
@@ -84,15 +88,15 @@ def cell_rows(frame: Any) -> list[CellRow]:
     return rows
 
 
-def collect(runs: Sequence[str | Path], baseline: str = "full", hot_k: int = 15) -> ReportData:
-    frame = load_runs(runs)
+def collect(
+    runs: Sequence[str | Path], baseline: str = "full", hot_k: int = 15, keep_newest: bool = False
+) -> ReportData:
+    view = load_current(runs, keep_newest=keep_newest)
+    frame = view.frame
     cells = cell_rows(frame)
     op_order: list[str] = []
     hot: set[str] = set()
-    scripted = False
-    for run in runs:
-        info = json.loads((Path(run) / "run.json").read_text())
-        scripted = scripted or any(c.get("provider") == "scripted" for c in info["cells"])
+    scripted = any(c.get("provider") == "scripted" for info in view.infos.values() for c in info["cells"])
     if len(frame):
         from bench.suite import load_suite
 
@@ -118,6 +122,7 @@ def collect(runs: Sequence[str | Path], baseline: str = "full", hot_k: int = 15)
         hot_ops=hot,
         baseline=baseline,
         scripted=scripted,
+        notes=list(view.notes),
     )
 
 
@@ -137,7 +142,7 @@ def error_counts(column: Any) -> tuple[int, dict[str, int]]:
 CELL_HEAD = [
     "suite", "model", "mode", "surface", "episodes", "tools", "tool block B", "x smaller", "prompt tok/step",
     "round trips (overhead)", "first-try args [95% CI]", "selection", "success", "recovered",
-    "boundary / protocol viol.", "parse fail.", "latency s/ep",
+    "boundary / protocol viol.", "parse fail.", "latency s/ep", "stuck",
 ]  # fmt: skip
 
 
@@ -166,7 +171,7 @@ def cell_table(data: ReportData) -> list[list[str]]:
                 fmt(s["selection_accuracy"], "pct"), fmt(s["success_rate"], "pct"),
                 f"{s['recovered_after_error']}/{s['failed_first_tries']}",
                 f"{fmt(s['boundary_violations'])} / {fmt(s['protocol_violations'])}", fmt(s["parse_failures"]),
-                fmt(s["latency_s"]),
+                fmt(s["latency_s"]), fmt(s.get("stuck_rate"), "pct"),
             ]
         )  # fmt: skip
     return out
@@ -174,8 +179,32 @@ def cell_table(data: ReportData) -> list[list[str]]:
 
 PAIRED_HEAD = [
     "model", "candidate", "vs", "pairs", "baseline ok only", "candidate ok only", "McNemar p",
-    "first-try baseline", "first-try candidate", "difference [95% CI]",
+    "success MDE", "first-try baseline", "first-try candidate", "difference [95% CI]", "first-try MDE",
 ]  # fmt: skip
+
+
+PASS_K_HEAD = ["suite", "model", "surface", "k", "tasks", "pass@k [95% CI]", "pass^k [95% CI]"]
+
+
+def pass_k_table(data: ReportData) -> list[list[str]]:
+    """One row per cell whose tasks ran k > 1 times: pass@k (any repeat succeeds), pass^k (all do)."""
+    rows = []
+    for cell in data.cells:
+        pk = cell.pass_k
+        if pk is None:
+            continue
+        rows.append(
+            [
+                str(cell.keys["suite"]), str(cell.keys["model"]), str(cell.keys["surface"]), str(pk.k), str(pk.tasks),
+                f"{fmt(pk.pass_at_k, 'pct')} [{fmt(pk.pass_at_k_low, 'pct')}, {fmt(pk.pass_at_k_high, 'pct')}]",
+                f"{fmt(pk.pass_hat_k, 'pct')} [{fmt(pk.pass_hat_k_low, 'pct')}, {fmt(pk.pass_hat_k_high, 'pct')}]",
+            ]
+        )  # fmt: skip
+    return rows
+
+
+def _pts(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f} pts"
 
 
 def paired_table(data: ReportData) -> list[list[str]]:
@@ -190,8 +219,8 @@ def paired_table(data: ReportData) -> list[list[str]]:
         rows.append(
             [
                 p.model, p.candidate, p.baseline, str(p.pairs), str(p.only_baseline_ok), str(p.only_candidate_ok),
-                "-" if p.mcnemar_p is None else f"{p.mcnemar_p:.3f}", fmt(p.baseline_first_try, "pct"),
-                fmt(p.candidate_first_try, "pct"), delta,
+                "-" if p.mcnemar_p is None else f"{p.mcnemar_p:.3f}", _pts(p.success_mde),
+                fmt(p.baseline_first_try, "pct"), fmt(p.candidate_first_try, "pct"), delta, _pts(p.first_try_mde),
             ]
         )  # fmt: skip
     return rows

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import platform
@@ -26,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.schema import table_from_rows
 from bench.secrets import redact
 from bench.wire import valid_utf8
 
@@ -42,7 +44,20 @@ def results_root() -> Path:
 
 
 def safe_name(text: str) -> str:
+    """A run or file name made of safe characters (lossy: for names a person chose, not for keys)."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:120] or "x"
+
+
+def key_stem(key: str) -> str:
+    """The file-name stem of an episode key.
+
+    The key itself when it is safe (surfbench's keys are), else a readable prefix plus a hash of the
+    whole key, so that two keys never share a file.
+    """
+    if re.fullmatch(r"[A-Za-z0-9._-]{1,160}", key) and GROUP_MARK not in key:
+        return key
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+    return f"{safe_name(key)[:100]}__{digest}"
 
 
 def _flatten(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -112,7 +127,7 @@ class RunStore:
             ) from None
 
     def part(self, table: str, key: str) -> Path:
-        return self.root / f"{table}.parquet" / f"part-{safe_name(key)}.parquet"
+        return self.root / f"{table}.parquet" / f"part-{key_stem(key)}.parquet"
 
     def done_keys(self) -> set[str]:
         """Keys of the episodes committed: from part names, or read from the parts of a group."""
@@ -154,11 +169,12 @@ class RunStore:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        stems = {key_stem(k) for k in keys}
         for table_name in ("steps", "calls", "episodes"):
             for path in sorted((self.root / f"{table_name}.parquet").glob("part-*.parquet")):
                 stem = path.name[len("part-") : -len(".parquet")]
                 if GROUP_MARK not in stem:
-                    if stem in keys:
+                    if stem in stems:
                         path.unlink(missing_ok=True)
                     continue
                 table = pq.read_table(path)
@@ -192,13 +208,12 @@ class RunStore:
         held, self._held = self._held, []
         if not held:
             return
-        import pyarrow as pa
         import pyarrow.parquet as pq
 
         for key, _, _, _, text in held:
-            path = self.root / "transcripts" / f"{safe_name(key)}.jsonl"
+            path = self.root / "transcripts" / f"{key_stem(key)}.jsonl"
             _atomic_write_bytes(path, lambda tmp, t=text: Path(tmp).write_text(t, encoding="utf-8"))
-        first = safe_name(held[0][0])
+        first = key_stem(held[0][0])
         name = first if len(held) == 1 else f"{first[:80]}{GROUP_MARK}{len(held) - 1}-{uuid.uuid4().hex[:8]}"
         tables = (
             ("steps", [_flatten(r) for h in held for r in h[2]]),
@@ -206,26 +221,50 @@ class RunStore:
             ("episodes", [_flatten(h[1]) for h in held]),
         )
         for table, rows in tables:
-            data = pa.Table.from_pylist(rows) if rows else pa.table({"episode_key": pa.array([], pa.string())})
+            data = table_from_rows(table, rows)  # one schema per table: every part reads as one dataset
             path = self.root / f"{table}.parquet" / f"part-{name}.parquet"
             _atomic_write_bytes(path, lambda tmp, d=data: pq.write_table(d, tmp))
 
     def write_run_info(self, info: Mapping[str, Any]) -> None:
-        """Merge ``info`` into run.json; cells accumulate (parallel sweep jobs take a lock)."""
+        """Merge ``info`` into run.json; cells accumulate (parallel sweep jobs take a lock).
+
+        Cells with a ``cell_id`` are merged by it: their task hashes accumulate (a task edited since an
+        earlier run gets its new hash) and ``updated`` says when the cell last ran.
+        """
         path = self.root / "run.json"
         with open(self.root / ".run.lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             existing: dict[str, Any] = {}
             if path.is_file():
                 with contextlib.suppress(json.JSONDecodeError):
-                    existing = json.loads(path.read_text())
+                    loaded = json.loads(path.read_text())
+                    existing = loaded if isinstance(loaded, dict) else {}
             merged = {**existing, **info}
             for key in ("catalog_hashes",):
                 merged[key] = {**existing.get(key, {}), **info.get(key, {})}
-            cells = {json.dumps(c, sort_keys=True) for c in existing.get("cells", []) + list(info.get("cells", []))}
-            merged["cells"] = [json.loads(c) for c in sorted(cells)]
+            merged["cells"] = _merge_cells(list(existing.get("cells", [])), list(info.get("cells", [])))
             text = redact(json.dumps(merged, indent=2, ensure_ascii=False, default=str)) + "\n"
             _atomic_write_bytes(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+def _merge_cells(old: list[Any], new: list[Any]) -> list[Any]:
+    by_id: dict[str, dict[str, Any]] = {}
+    legacy: dict[str, Any] = {}
+    now = datetime.now(UTC).isoformat(timespec="microseconds")
+    for fresh, cells in ((False, old), (True, new)):
+        for cell in cells:
+            if not isinstance(cell, dict):
+                continue
+            cell_id = cell.get("cell_id")
+            if not cell_id:
+                legacy[json.dumps(cell, sort_keys=True, default=str)] = cell
+                continue
+            before = by_id.get(str(cell_id), {})
+            hashes = {**before.get("task_hashes", {}), **cell.get("task_hashes", {})}
+            by_id[str(cell_id)] = {**before, **cell, "task_hashes": hashes}
+            if fresh:
+                by_id[str(cell_id)]["updated"] = now
+    return [legacy[k] for k in sorted(legacy)] + sorted(by_id.values(), key=lambda c: str(c.get("updated", "")))
 
 
 def environment_info() -> dict[str, Any]:
@@ -256,6 +295,29 @@ def environment_info() -> dict[str, Any]:
     }
 
 
+def migrate_run(root: Path) -> int:
+    """Rewrite a run's parts written with older column types in today's schemas; return how many changed.
+
+    Each part is rewritten atomically; nothing is dropped (a column the schema does not know is an
+    error, and the part stays as it was).
+    """
+    import pyarrow.parquet as pq
+
+    from bench.schema import SCHEMAS, conform
+
+    changed = 0
+    for table in TABLES:
+        path = root / f"{table}.parquet"
+        parts = sorted(path.glob("part-*.parquet")) if path.is_dir() else ([path] if path.is_file() else [])
+        for part in parts:
+            if pq.read_schema(part).remove_metadata().equals(SCHEMAS[table]):
+                continue
+            data = conform(table, pq.read_table(part))
+            _atomic_write_bytes(part, lambda tmp, d=data: pq.write_table(d, tmp))
+            changed += 1
+    return changed
+
+
 def compact_run(src: Path, dest: Path) -> Path:
     """Copy a run with each table as one parquet file (for reference runs kept in git); no transcripts."""
     import shutil
@@ -268,10 +330,25 @@ def compact_run(src: Path, dest: Path) -> Path:
     return dest
 
 
-def load_runs(runs: Iterable[str | Path], table: str = "episodes") -> Any:
+def _text_as_objects(frame: Any) -> Any:
+    """Text columns as Python objects with None for a missing value.
+
+    pandas >= 3 reads Arrow strings as ``str`` columns whose missing values are NaN, which is truthy:
+    ``row["error"]`` would read as an error in every episode without one.
+    """
+    for column in frame.columns:
+        if str(frame[column].dtype) in ("str", "string"):
+            values = frame[column].astype(object)
+            frame[column] = values.where(values.notna(), None)
+    return frame
+
+
+def load_runs(runs: Iterable[str | Path], table: str = "episodes", source: bool = False) -> Any:
     """One DataFrame of ``table`` (episodes, steps or calls) over the given run folders.
 
     JSON-encoded list columns (tags, error_types, ...) stay strings; ``json.loads`` them as needed.
+    ``source``: add ``_part_mtime``, when each row's part file was written (to keep the newest of
+    duplicated rows).
     """
     import pandas as pd
 
@@ -286,10 +363,12 @@ def load_runs(runs: Iterable[str | Path], table: str = "episodes") -> Any:
         # a run is a folder of part files while it is written; `surfbench compact` makes it one file
         parts = sorted(folder.glob("part-*.parquet")) if folder.is_dir() else ([folder] if folder.is_file() else [])
         for part in parts:
-            frame = pd.read_parquet(part)
+            frame = _text_as_objects(pd.read_parquet(part))
             if len(frame):
                 if "run" not in frame.columns:
                     frame.insert(0, "run", root.name)
+                if source:
+                    frame["_part_mtime"] = part.stat().st_mtime
                 frames.append(frame)
     if not frames:
         return pd.DataFrame()

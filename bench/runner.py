@@ -8,13 +8,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from bench.config import ConfigError, SurfaceConfig, surface_config
+from bench.config import ConfigError, SurfaceConfig, read_group_config, surface_config
 from bench.episode import Complete, LoopSettings, run_episode, transcript_lines
+from bench.identity import MODEL_IDENTITY_FIELDS, CellIdentity, canonical_hash, label, model_identity, task_hash
+from bench.identity import episode_key as make_episode_key
 from bench.models import ModelConfig, ModelPool, model_config
 from bench.records import EpisodeTrace
-from bench.results import RunStore, safe_name
+from bench.results import RunStore
 from bench.scorer import EpisodeScore, score_episode
+from bench.stuck import scan as scan_repeats
 from bench.suite import Suite, Task, load_suite
+from bench.taxonomy import check_declared
 from surfaces import Surface, build_surface
 
 
@@ -35,9 +39,13 @@ class CellSpec:
     episode_retries: int = 1
     """How often an episode that the model endpoint failed (unreachable, server died) is run again from
     the start before it is recorded as an error; the cell goes on either way."""
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    """Options for the suite's backend over suite.yaml's ``backend_options`` (e.g. ``disk_quota_mb``)."""
     retry_errors: bool = False
     """Run again the committed episodes of this cell that ended in a harness error (their rows are
     replaced); by default a re-run skips every committed episode, errors included."""
+    stop_on_repeat: int | None = None
+    """End an episode at the K-th consecutive identical repeat of a failing step (bench.stuck); None: off."""
 
     def label(self) -> str:
         mode = f"/{self.mode}" if self.mode else ""
@@ -55,7 +63,14 @@ class Cell:
     model_cfg: ModelConfig
     tasks: list[Task]
     mode: str
+    surface_label: str = ""
+    """The surface's config name, or ``name[param=value,...]`` when run with overrides of its file."""
+    model_label: str = ""
+    """The model's config name, or ``name[setting=value,...]`` when run with overrides of its file."""
     settings: LoopSettings = field(init=False)
+    backend_options: dict[str, Any] = field(init=False)
+    """The backend's options for every episode (suite.yaml's, then the run's)."""
+    identity: CellIdentity = field(init=False)
 
     def __post_init__(self) -> None:
         m = self.model_cfg
@@ -67,7 +82,42 @@ class Cell:
             temperature=m.temperature,
             max_tokens=m.max_tokens,
             seed=m.seed,
+            stop_on_repeat=self.spec.stop_on_repeat,
         )
+        self.backend_options = self.suite.backend_settings(self.spec.backend_options)
+        self.surface_label = self.surface_label or self.surface_cfg.name
+        self.model_label = self.model_label or self.model_cfg.name
+        suite = self.suite
+        self.identity = CellIdentity(
+            suite=suite.name,
+            suite_setup=canonical_hash([suite.system_prompt, suite.steps_per]),
+            catalog_hash=suite.catalog.content_hash,
+            surface={"name": self.surface_cfg.name, "kind": self.surface_cfg.kind, "params": self.surface_cfg.params},
+            model=model_identity(m, self.mode),
+            max_steps=self.settings.max_steps,
+            stop_on_repeat=self.settings.stop_on_repeat,
+            backend_options=self.backend_options,
+        )
+
+    @property
+    def cell_id(self) -> str:
+        return self.identity.cell_id
+
+    def label(self) -> str:
+        """``suite/surface/model`` with the labels that tell overridden cells apart."""
+        mode = f"/{self.spec.mode}" if self.spec.mode else ""
+        return f"{self.suite.name}/{self.surface_label}/{self.model_label}{mode}"
+
+    @property
+    def declared_error_types(self) -> frozenset[str]:
+        """Error types beyond the core ones that this cell's suite and surface declare."""
+        return frozenset(self.suite.error_types) | frozenset(type(self.surface).error_types)
+
+    def task_hash(self, task: Task) -> str:
+        cache: dict[str, str] = self.__dict__.setdefault("_task_hashes", {})
+        if task.id not in cache:
+            cache[task.id] = task_hash(task)
+        return cache[task.id]
 
     def surface_for(self, task: Task) -> Surface:
         """The cell's surface, or, for a task with its own catalog, the same surface built over that."""
@@ -85,9 +135,34 @@ class Cell:
         return cache[key]
 
     def episode_key(self, task: Task, repeat: int) -> str:
-        return safe_name(
-            f"{self.suite.name}__{self.surface_cfg.name}__{self.model_cfg.name}__{self.mode}__{task.id}__r{repeat}"
-        )
+        """Readable prefix + a hash of the cell identity, the exact task id, its content and the repeat."""
+        parts = (self.suite.name, self.surface_label, self.model_label, self.mode)
+        return make_episode_key(parts, self.cell_id, task.id, self.task_hash(task), repeat)
+
+    def provenance(self) -> dict[str, Any]:
+        """What run.json keeps of this cell: its identity, labels, and each task's content hash."""
+        return {
+            "cell_id": self.cell_id,
+            "identity": self.identity.as_dict(),
+            "suite": self.suite.name,
+            "surface": self.surface_cfg.name,
+            "model": self.model_cfg.name,
+            "catalog_hash": self.identity.catalog_hash,
+            "surface_label": self.surface_label,
+            "model_label": self.model_label,
+            "provider": self.model_cfg.provider,
+            "mode": self.mode,
+            "suite_files": self.suite.file_hashes(),
+            "task_hashes": {t.id: self.task_hash(t) for t in self.tasks},
+        }
+
+
+def _shipped(group: str, name: str) -> dict[str, Any] | None:
+    """The config file as shipped (no overrides), or None where there is none (a config passed as data)."""
+    try:
+        return read_group_config(group, name)
+    except ConfigError:
+        return None
 
 
 def resolve_cell(
@@ -100,7 +175,7 @@ def resolve_cell(
     """
     if spec.episode_retries < 0:
         raise ConfigError(f"episode_retries={spec.episode_retries}: must be 0 or more")
-    for field_name in ("limit", "repeats", "max_steps"):
+    for field_name in ("limit", "repeats", "max_steps", "stop_on_repeat"):
         value = getattr(spec, field_name)
         if value is not None and value < 1:
             raise ConfigError(f"{field_name}={value}: must be a positive number (or null for the default)")
@@ -120,7 +195,28 @@ def resolve_cell(
         raise ValueError(f"mode must be 'native' or 'prompted', got {mode!r}")
     if spec.order not in ("cache", "naive"):
         raise ValueError(f"order must be 'cache' or 'naive', got {spec.order!r}")
-    return Cell(spec, suite, surface_cfg, surface, model_cfg, tasks, mode)
+    surface_label = spec.surface
+    model_label = spec.model
+    if surface_data is not None:
+        shipped = _shipped("surface", spec.surface)
+        if shipped is not None:
+            base = surface_config(spec.surface, shipped)
+            surface_label = label(
+                surface_cfg.name,
+                {"kind": surface_cfg.kind, "params": surface_cfg.params},
+                {"kind": base.kind, "params": base.params},
+            )
+    if model_data is not None:
+        shipped = _shipped("model", spec.model)
+        if shipped is not None:
+            base_model = model_config(spec.model, shipped)
+            fields_ = [f for f in MODEL_IDENTITY_FIELDS if f != "mode"]  # the mode has its own column
+            model_label = label(
+                model_cfg.name,
+                {f: getattr(model_cfg, f) for f in fields_},
+                {f: getattr(base_model, f) for f in fields_},
+            )
+    return Cell(spec, suite, surface_cfg, surface, model_cfg, tasks, mode, surface_label, model_label)
 
 
 def _mean(values: Sequence[float | int | None]) -> float | None:
@@ -139,6 +235,9 @@ def episode_rows(
     key = cell.episode_key(task, repeat)
     steps = trace.steps
     first_pos = {ft.call_position: ft for ft in score.first_tries if ft.call_position is not None}
+    stuck = scan_repeats(steps, trace.calls)
+    state = trace.state if isinstance(trace.state, dict) else {}
+    usage = state.get("usage") or {}  # a sandboxed backend's peaks (tasks/workspace)
     episode = {
         "episode_key": key,
         "run": run,
@@ -146,9 +245,13 @@ def episode_rows(
         "task_id": task.id,
         "split": task.split,
         "tags": list(task.tags),
-        "surface": cell.surface_cfg.name,
+        "surface": cell.surface_label,
+        "surface_config": cell.surface_cfg.name,
         "surface_kind": cell.surface_cfg.kind,
-        "model": cell.model_cfg.name,
+        "model": cell.model_label,
+        "model_config": cell.model_cfg.name,
+        "cell_id": cell.cell_id,
+        "task_hash": cell.task_hash(task),
         "params_b": cell.model_cfg.params_b,
         "mode": cell.mode,
         "repeat": repeat,
@@ -175,6 +278,10 @@ def episode_rows(
         "meta_calls": score.meta_calls,
         "operation_calls": score.operation_calls,
         "stable_prefix": score.stable_prefix,
+        "disk_peak_bytes": usage.get("disk_peak_bytes"),
+        "memory_peak_bytes": usage.get("memory_peak_bytes"),
+        "stuck_repeats": stuck.repeats,
+        "stuck": stuck.stuck,
         "prompt_tokens_total": _total([s.prompt_tokens for s in steps]),
         "prompt_tokens_per_step": _mean([s.prompt_tokens for s in steps]),
         "prompt_tokens_est_per_step": _mean([s.prompt_tokens_est for s in steps]),
@@ -252,7 +359,7 @@ def run_cell(
     if cell.spec.retry_errors:
         again = store.errored_keys() & {cell.episode_key(t, r) for t, r in episode_order(cell)}
         if again:
-            print(f"surfbench: {cell.spec.label()}: running {len(again)} episode(s) again that ended in a "
+            print(f"surfbench: {cell.label()}: running {len(again)} episode(s) again that ended in a "
                   "harness error", file=sys.stderr, flush=True)  # fmt: skip
             store.discard(again)
             done -= again
@@ -277,9 +384,12 @@ def run_cell(
             attempts = 0
             while True:
                 attempts += 1
-                backend = cell.suite.new_backend(task)
+                backend = cell.suite.new_backend(task, cell.backend_options)
                 session = cell.surface_for(task).session(task.turns[0])
-                trace = run_episode(task, session, backend, model, settings, cell.suite.system_prompt, schema_of)
+                try:
+                    trace = run_episode(task, session, backend, model, settings, cell.suite.system_prompt, schema_of)
+                finally:  # a sandboxed backend holds processes and memory until closed
+                    getattr(backend, "close", lambda: None)()
                 if not _endpoint_failure(trace) or attempts > cell.spec.episode_retries:
                     break
                 print(
@@ -289,6 +399,7 @@ def run_cell(
                     flush=True,
                 )
             score = score_episode(task, trace, catalog, cell.suite.classifier)
+            check_declared(score.error_types, cell.declared_error_types, f"{cell.label()}, task {task.id!r}")
             episode, steps, calls = episode_rows(cell, task, repeat, trace, score, run_name)
             episode["attempts"] = attempts
             store.write_episode(

@@ -244,7 +244,10 @@ def score_episode(
             refuse_ok = False
             errors.append("unexpected_call")
             failures.append(f"should make no call, but called {', '.join(sorted({c.tool for c in calls}))}")
-    if trace.final_text is None and trace.error is None:
+    if trace.stopped and trace.error is None:  # ended early (stop_on_repeat): scored as if max_steps were reached
+        errors.append(trace.stopped)
+        failures.append(f"no final text answer (stopped: {trace.stopped})")
+    elif trace.final_text is None and trace.error is None:
         errors.append("no_answer")
         failures.append("no final text answer (max_steps reached)")
     if trace.error:

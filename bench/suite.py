@@ -31,6 +31,8 @@ A task::
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -50,7 +52,7 @@ from bench.validation import closest
 
 SUITE_KEYS = {
     "name", "description", "catalog", "catalog_format", "backend", "system_prompt", "max_steps", "steps_per", "tasks",
-    "classify", "loader", "variants",
+    "classify", "loader", "variants", "backend_options", "error_types",
 }  # fmt: skip
 TASK_KEYS = {
     "id", "split", "tags", "turns", "scenario", "expected", "order", "state", "answer", "canned", "refuse",
@@ -153,6 +155,10 @@ class Suite:
     steps_per: str = "episode"
     """What ``max_steps`` counts: the whole ``episode``, or each user ``turn`` (BFCL's multi-turn rule)."""
     preset_catalog: Catalog | None = field(default=None, repr=False)
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments for the backend class (e.g. the workspace sandbox's ``disk_quota_mb``)."""
+    error_types: dict[str, str] = field(default_factory=dict)
+    """The suite's own failure modes beyond the core error types (bench.taxonomy): name -> meaning."""
 
     @cached_property
     def classifier(self) -> Classifier | None:
@@ -168,18 +174,45 @@ class Suite:
             return self.preset_catalog
         return load_catalog(self.catalog_spec, fmt=self.catalog_format, name=self.name)
 
+    def file_hashes(self) -> dict[str, str]:
+        """sha256 (16 hex digits) of each file of the suite's folder that can shape it (YAML, JSON, Python)."""
+        out = {}
+        for path in sorted(self.folder.iterdir()) if self.folder.is_dir() else []:
+            if path.is_file() and path.suffix in (".yaml", ".yml", ".json", ".jsonl", ".py"):
+                out[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        return out
+
     def catalog_for(self, task: Task) -> Catalog:
         return task.catalog if task.catalog is not None else self.catalog
 
-    def new_backend(self, task: Task) -> Backend:
-        """A fresh backend for one episode, reset to the task's scenario."""
+    def _backend_class(self) -> Any:
+        module_name, _, attr = str(self.backend_spec).rpartition(":")
+        return getattr(load_module(module_name, str(self.folder / "suite.yaml")), attr)
+
+    def backend_settings(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The backend options an episode gets (suite.yaml's, then a run's overrides), checked.
+
+        Raises SuiteError naming the option when the backend does not take it.
+        """
+        merged = {**self.backend_options, **dict(overrides or {})}
+        if not merged:
+            return merged
+        where = f"{self.folder / 'suite.yaml'}: backend_options"
+        if self.backend_spec is None:
+            raise SuiteError(f"{where}: suite {self.name!r} has no backend, so options {sorted(merged)} do not apply")
+        try:
+            inspect.signature(self._backend_class()).bind(**merged)
+        except TypeError as exc:
+            raise SuiteError(f"{where} {sorted(merged)}: not taken by backend {self.backend_spec}: {exc}") from None
+        return merged
+
+    def new_backend(self, task: Task, options: Mapping[str, Any] | None = None) -> Backend:
+        """A fresh backend for one episode, reset to the task's scenario (``options``: see backend_settings)."""
         if self.backend_spec is None:
             canned: Backend = CannedBackend(task.canned)
             canned.reset(task.scenario)
             return canned
-        module_name, _, attr = self.backend_spec.rpartition(":")
-        cls = getattr(load_module(module_name, str(self.folder / "suite.yaml")), attr)
-        backend: Backend = cls()
+        backend: Backend = self._backend_class()(**self.backend_settings(options))
         backend.reset(task.scenario)
         return backend
 
@@ -263,8 +296,11 @@ def load_suite(name_or_path: str) -> Suite:
         description=str(data.get("description", "")),
         classify_spec=_classify_spec(data, folder, path),
         steps_per=_steps_per(data.get("steps_per"), path),
+        backend_options=_backend_options(data.get("backend_options"), path),
+        error_types=_error_types(data.get("error_types"), path),
     )
     _check_against_catalog(suite, path)
+    suite.backend_settings()  # options the backend does not take: an error at load, naming them
     return suite
 
 
@@ -294,10 +330,34 @@ def _load_generated(data: Mapping[str, Any], folder: Path, path: Path, variant: 
         description=str(data.get("description", "")),
         classify_spec=_classify_spec(data, folder, path),
         preset_catalog=built["catalog"],
+        error_types=_error_types(data.get("error_types"), path),
         steps_per=_steps_per(built.get("steps_per") or data.get("steps_per"), path),
     )
     _check_against_catalog(suite, path)
     return suite
+
+
+def _error_types(value: Any, path: Path) -> dict[str, str]:
+    from bench.taxonomy import CORE
+
+    if value is None:
+        return {}
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        value = {v: "" for v in value}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and k for k in value):
+        raise SuiteError(f"{path}: error_types must map each type's name to what it means")
+    clash = sorted(set(value) & CORE)
+    if clash:
+        raise SuiteError(f"{path}: error_types {clash} are core types already (bench/taxonomy.py); pick other names")
+    return {str(k): str(v or "") for k, v in value.items()}
+
+
+def _backend_options(value: Any, path: Path) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise SuiteError(f"{path}: backend_options must be a mapping of option names to values")
+    return dict(value)
 
 
 def _steps_per(value: Any, path: Path) -> str:

@@ -44,12 +44,27 @@ def _close_pool() -> None:
         _POOL = None
 
 
+def _options(node: Any) -> dict[str, Any]:
+    """``backend_options`` as Hydra composed it: a mapping of option names, or an error naming it."""
+    from omegaconf import OmegaConf
+
+    from bench.config import ConfigError
+
+    value = OmegaConf.to_container(node, resolve=True) if node is not None and OmegaConf.is_config(node) else node
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"backend_options={value!r}: must be a mapping, e.g. +backend_options.disk_quota_mb=512")
+    return {str(k): v for k, v in value.items()}
+
+
 def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]:
     """Run the cell a Hydra job describes; return its summary (what ``surfbench run`` prints)."""
     from bench.metrics import format_summary, summarize_cell
     from bench.progress import make_progress
     from bench.results import RunStore, environment_info, load_runs, safe_name
     from bench.runner import CellSpec, resolve_cell, run_cell
+    from bench.stuck import stop_setting
 
     spec = CellSpec(
         suite=str(cfg.suite.get("name") or choices["suite"]) if cfg.get("suite") else choices["suite"],
@@ -64,7 +79,10 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]
         order=str(cfg.order),
         episode_retries=int(cfg.get("episode_retries", 1)),
         retry_errors=bool(cfg.get("retry_errors", False)),
+        stop_on_repeat=stop_setting(cfg.get("stop_on_repeat")),
+        backend_options=_options(cfg.get("backend_options")),
     )
+
     from omegaconf import OmegaConf
 
     def group(key: str) -> dict[str, Any] | None:
@@ -84,29 +102,23 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]
         {
             **environment_info(),
             "catalog_hashes": {spec.suite: cell.suite.catalog.content_hash},
-            "cells": [
-                {**vars(spec), "tasks": list(spec.tasks), "mode": cell.mode, "provider": cell.model_cfg.provider}
-            ],
+            "cells": [{**vars(spec), "tasks": list(spec.tasks), **cell.provenance()}],
         }
     )
     print(
-        f"run {run_name}: {cell.spec.label()} ({cell.mode}), {len(cell.tasks)} task(s) x {spec.repeats}",
+        f"run {run_name}: {cell.label()} ({cell.mode}), {len(cell.tasks)} task(s) x {spec.repeats}",
         file=sys.stderr,
     )
     run_cell(cell, pool, store, run_name, progress=make_progress(str(cfg.progress)))
     frame = load_runs([store.root])
-    mine = frame[
-        (frame["surface"] == spec.surface)
-        & (frame["model"] == spec.model)
-        & (frame["mode"] == cell.mode)  # not frame.mode: that is DataFrame.mode()
-        & frame["task_id"].isin([t.id for t in cell.tasks])
-    ]
+    keys = {cell.episode_key(t, r) for t in cell.tasks for r in range(spec.repeats)}
+    mine = frame[frame["episode_key"].isin(keys)]  # this cell's identity and today's tasks, nothing older
     summary = summarize_cell(mine.to_dict("records"))
-    print(f"{cell.spec.label()} ({cell.mode}), {len(cell.tasks)} tasks, results in {store.root}")
+    print(f"{cell.label()} ({cell.mode}), {len(cell.tasks)} tasks, results in {store.root}")
     print(format_summary(summary))
     if summary.get("harness_errors"):
         print(
-            f"surfbench: {summary['harness_errors']} episode(s) of {cell.spec.label()} ended in a harness error "
+            f"surfbench: {summary['harness_errors']} episode(s) of {cell.label()} ended in a harness error "
             "(see the error column); "
             "once the cause is fixed, the same command with retry_errors=true runs them again",
             file=sys.stderr,

@@ -84,6 +84,14 @@ def rows() -> list[tuple[str, str, str, str, str]]:
                 by = f"bench_surfaces.py, {s['date']}"
                 target = f"< {r['target_s']:g} s"
                 out.append((f"static surface report, {r['case']}", result, target, verdict(r["meets_target"]), by))
+    sb = load("sandbox")
+    if sb:
+        out.append(("sandbox limits per command (disk quota + memory cap) vs none: added time of `true`",
+                    f"{sb['added_ms']:+.2f} ms (median of {sb['runs']}; {sb['median_ms']['old']} vs "
+                    f"{sb['median_ms']['new']} ms; episode setup {sb['setup_median_ms']['new']} ms once)",
+                    f"<= {sb['target_ms']:g} ms", verdict(sb["ok"]), f"bench_sandbox.py, {sb['date']}"))  # fmt: skip
+    else:
+        out.append(("sandbox limits per command", "not run yet", "", "", "bench_sandbox.py"))
     return out
 
 

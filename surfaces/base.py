@@ -175,6 +175,8 @@ class Surface:
     """True when the tools shown depend on the user's request (pre-selection)."""
     session_class: ClassVar[type[Session]] = Session
     allowed_params: ClassVar[frozenset[str]] = frozenset()
+    error_types: ClassVar[dict[str, str]] = {}
+    """Error types this surface's dispatch emits beyond the core ones (bench.taxonomy): name -> meaning."""
 
     def __post_init__(self) -> None:
         self.name = self.name or self.kind

@@ -8,7 +8,7 @@ The ollie-core seed's decision, one narrow contract per tool. Workspace suite on
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from bench.catalog import Operation
 from surfaces import register
@@ -29,6 +29,7 @@ from surfaces.base import Dispatch, MetaHandler, Session, Surface, ToolCall, Too
 @register
 class SplitSurface(Surface):
     kind = "split"
+    error_types: ClassVar[dict[str, str]] = {INLINE_CODE_REJECTED: "inline code sent to call_tool (the seed's rule)"}
     requires = frozenset({RUN_STEPS, RUN_PIPE})
 
     def setup(self) -> None:

@@ -9,7 +9,7 @@ seed's failure modes); ``steps`` routes to ``run_steps``, ``pipe`` to ``run_pipe
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from bench.catalog import Operation
 from surfaces import register
@@ -37,6 +37,7 @@ DESCRIPTION = (
 @register
 class UnifiedSurface(Surface):
     kind = "unified"
+    error_types: ClassVar[dict[str, str]] = {STEPS_AND_PIPE: "both steps and pipe in one call (the seed's rule)"}
     requires = frozenset({RUN_STEPS, RUN_PIPE})
 
     def setup(self) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -23,3 +24,22 @@ def gitea96():
     from bench.importers import load_catalog
 
     return load_catalog(EXAMPLE_MCP)
+
+
+NOT_APPLICABLE = "n/a: "
+"""A skip reason starting with this says the test does not apply (not that something is missing)."""
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """Under ``CI=true`` a test skipped for a missing component (bubblewrap, Chromium, node, a package)
+    is a failure: CI installs all of them, so a skip there hides a broken install step."""
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get("CI") != "true" or not report.skipped or hasattr(report, "wasxfail"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if reason.removeprefix("Skipped: ").startswith(NOT_APPLICABLE):
+        return
+    report.outcome = "failed"
+    report.longrepr = f"CI=true: this test may not be skipped (CI installs what it needs): {reason}"

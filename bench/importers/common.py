@@ -95,7 +95,7 @@ def make_operation(
     """Build one operation, turning every shape problem into a :class:`CatalogError` naming the tool."""
     if not isinstance(raw_name, str) or not raw_name.strip():
         raise CatalogError(source, "a tool has no name (field 'name' missing or empty)")
-    name = raw_name.strip()
+    name = raw_name  # kept exactly: wire bytes are counted on what the source sends
     if description is None:
         description = ""
     if not isinstance(description, str):
@@ -104,18 +104,14 @@ def make_operation(
         parameters = {"type": "object", "properties": {}}
     if not isinstance(parameters, Mapping):
         raise CatalogError(source, "parameters must be a JSON Schema object (type: object)", tool=name)
-    params: JsonSchema = dict(parameters)
-    if "type" not in params and "properties" in params:
-        params["type"] = "object"
-    if params.get("type") == "object" and "properties" not in params:
-        params["properties"] = {}
+    params: JsonSchema = dict(parameters)  # kept exactly as the source has it (no keys added or dropped)
     try:
         weight_value = float(weight or 0.0)
     except (TypeError, ValueError):
         raise CatalogError(source, f"weight must be a number, got {weight!r}", tool=name) from None
     return Operation(
         name=name,
-        description=description.strip(),
+        description=description,
         parameters=params,
         category=str(category) if category else "general",
         weight=weight_value,

@@ -175,7 +175,8 @@ def _operation(
     parameters: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         parameters["required"] = list(dict.fromkeys(required))
-    summary = " ".join(str(spec.get(k, "")).strip() for k in ("summary", "description") if spec.get(k))
+    # the summary, then the description, exactly as the document has them (no whitespace trimmed)
+    summary = " ".join(str(spec[k]) for k in ("summary", "description") if spec.get(k))
     tags = spec.get("tags") or []
     return make_operation(
         name,

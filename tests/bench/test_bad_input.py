@@ -129,10 +129,10 @@ def test_group_commit_holds_quick_episodes_briefly_and_resume_reads_groups(tmp_p
     for i in range(5):  # quick episodes (a scripted model): held
         key = f"e{i}"
         store.write_episode(
-            key, {"episode_key": key, "step_count": i}, [{"episode_key": key, "step": 0}], [], ["{}"], 0.01
+            key, {"episode_key": key, "round_trips": i}, [{"episode_key": key, "step": 0}], [], ["{}"], 0.01
         )
     assert store.done_keys() == set(), "held, not yet committed"
-    store.write_episode("slow", {"episode_key": "slow", "step_count": 9}, [], [], ["{}"], took_s=61)  # commits all
+    store.write_episode("slow", {"episode_key": "slow", "round_trips": 9}, [], [], ["{}"], took_s=61)  # commits all
     assert store.done_keys() == {"e0", "e1", "e2", "e3", "e4", "slow"}
     parts = list((tmp_path / "run" / "episodes.parquet").glob("part-*.parquet"))
     assert len(parts) == 1, "one group, one part per table"

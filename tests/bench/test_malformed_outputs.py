@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from bench.episode import run_episode, transcript_lines
-from bench.matchers import ERROR_TYPES
 from bench.models.parsing import turn_from_output
 from bench.models.scripted import ScriptedClient
 from bench.models.types import ModelRequest, ModelTurn
 from bench.results import RunStore, load_runs
 from bench.runner import CellSpec, episode_rows, resolve_cell
 from bench.scorer import score_episode
+from bench.taxonomy import CORE, check_declared
 from tests.bench.malformed import Sample, corpus
 
 CORPUS = corpus()
@@ -62,10 +62,11 @@ def test_every_malformed_output_is_classified_and_stored_without_a_crash(surface
         if sample.expect not in ("any", got):
             wrong.append((i, sample.category, sample.expect, got, sample.text[:80], sample.native[:1]))
         for call in trace.calls:
-            assert call.error_type is None or call.error_type in ERROR_TYPES
+            assert call.error_type is None or call.error_type in CORE
             assert call.kind in {"operation", "meta", "rejected", "parse_error"}, call.kind
         assert len(step.text) <= 2000
         score = score_episode(task, trace, catalog)
+        check_declared(score.error_types, cell.declared_error_types, f"sample {i}")  # one taxonomy
         if surface == "full":  # the store once is enough (it is the slow part)
             episode, steps, calls = episode_rows(cell, task, i, trace, score, "malformed")
             store.write_episode(episode["episode_key"], episode, steps, calls, transcript_lines(trace))

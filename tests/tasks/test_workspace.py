@@ -77,7 +77,7 @@ def test_reference_solutions_pass_every_task_on_every_surface(surface: str, tmp_
     assert failed.empty, failed[["task_id", "failures", "error"]].to_string()
     calls = load_runs([tmp_path / "run"], table="calls")
     assert len(calls) == sum(len(s["run"]) for s in ORACLE.values())
-    task_of = {k: t for t in ORACLE for k in calls["episode_key"] if k.endswith(f"__{t}__r0")}
+    task_of = dict(zip(episodes["episode_key"], episodes["task_id"], strict=True))
     want = calls["episode_key"].map(lambda k: f"[exit {ORACLE[task_of[k]].get('exit', 0)}]")
     broken = calls[[not r.startswith(w) for r, w in zip(calls["result"], want, strict=True)]]
     assert broken.empty, broken[["episode_key", "arguments", "result"]].to_string()
@@ -128,7 +128,8 @@ def test_escapes_fail_safely_and_the_episode_goes_on(tmp_path: Path):
     results = [c.result for c in trace.calls]
     assert trace.error is None and score.success, (trace.error, score.failures)
     assert "root:" not in " ".join(results) and "12345" not in " ".join(results)
-    assert not outside.exists() and not (backend.root.parent.parent / "outside.txt").exists()
+    # nothing outside: not the host, nor the root of the namespace that holds the episode's disk
+    assert not outside.exists() and not (backend.root.parent / "outside.txt").exists()
     assert backend.state()["files"]["passwd-link"] == "-> /etc/passwd"  # reported, never followed
     # the process cap stops the bomb, or the timeout kills the sandbox and everything in it; which one
     # comes first varies with the machine's load: either way a sandbox result, and nothing left over
@@ -136,20 +137,23 @@ def test_escapes_fail_safely_and_the_episode_goes_on(tmp_path: Path):
     assert "did not finish in time" in results[7]
     assert "8080" in results[8]
     assert took < 60
+    backend.close()  # its idle process holds the episode's disk until then
     _no_sandbox_processes_left()
 
 
-def _no_sandbox_processes_left() -> None:
+def _no_sandbox_processes_left(marks: tuple[str, ...] = (":(){", "sleep 600")) -> None:
+    """No process of the bomb or the sleeper is left (by their command lines: other sandboxes may run on
+    a shared machine)."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         left = []
-        for pid in os.listdir("/proc"):
-            if pid.isdigit():
-                try:
-                    if os.stat(f"/proc/{pid}").st_uid == 65534 and os.geteuid() == 0:
-                        left.append(pid)
-                except FileNotFoundError:
-                    pass
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            except OSError:
+                continue
+            if any(mark in cmdline for mark in marks):
+                left.append(pid)
         if not left:
             return
         time.sleep(0.2)
@@ -159,8 +163,7 @@ def _no_sandbox_processes_left() -> None:
 def test_the_harness_never_follows_a_symlink_out_when_reading_state(tmp_path: Path):
     backend = WorkspaceBackend()
     backend.reset()
-    assert backend.root is not None
-    (backend.root / "evil").symlink_to("/etc/hostname")
+    backend.call("run_steps", {"steps": [{"code": "ln -s /etc/hostname evil"}]})
     files = backend.state()["files"]
     assert files["evil"] == "-> /etc/hostname"
     assert files["project/config.ini"].startswith("[server]")
@@ -259,9 +262,12 @@ def test_workspace_runs_through_the_same_report_and_gate(tmp_path: Path):
 
     store = RunStore(tmp_path / "run", commit_interval_s=0.5)
     store.prepare()
-    store.write_run_info({"cells": [{"provider": "scripted"}]})
-    for surface in ("unified", "split"):
-        cell = resolve_cell(CellSpec("workspace", surface, "qwen2.5-coder-0.5b-instruct", split="dev", limit=6))
+    cells = [
+        resolve_cell(CellSpec("workspace", surface, "qwen2.5-coder-0.5b-instruct", split="dev", limit=6))
+        for surface in ("unified", "split")
+    ]
+    store.write_run_info({"cells": [{**c.provenance(), "provider": "scripted"} for c in cells]})
+    for cell in cells:
         run_cell(cell, ModelPool(None), store, "oracle", client=WorkspaceOracle())
     md, html = write_report([tmp_path / "run"], tmp_path / "report", baseline="unified")
     text = md.read_text()
@@ -275,12 +281,13 @@ def test_success_drop_is_judged_with_its_paired_interval(tmp_path: Path):
 
     store = RunStore(tmp_path / "run", commit_interval_s=0.5)
     store.prepare()
-    store.write_run_info({"cells": [{"provider": "scripted"}]})
     spec = {"split": "dev", "limit": 6}
-    run_cell(resolve_cell(CellSpec("workspace", "unified", "qwen2.5-coder-0.5b-instruct", **spec)),
-             ModelPool(None), store, "o", client=WorkspaceOracle())  # fmt: skip
-    run_cell(resolve_cell(CellSpec("workspace", "split", "qwen2.5-coder-0.5b-instruct", **spec)),
-             ModelPool(None), store, "o", client=ScriptedClient(["I cannot do that."] * 6))  # fmt: skip
+    unified, split = (
+        resolve_cell(CellSpec("workspace", s, "qwen2.5-coder-0.5b-instruct", **spec)) for s in ("unified", "split")
+    )
+    store.write_run_info({"cells": [{**c.provenance(), "provider": "scripted"} for c in (unified, split)]})
+    run_cell(unified, ModelPool(None), store, "o", client=WorkspaceOracle())
+    run_cell(split, ModelPool(None), store, "o", client=ScriptedClient(["I cannot do that."] * 6))
     result = judge(Path("configs/gate/ollie-split.yaml"), [tmp_path / "run"])
     (drop,) = [v for v in result.verdicts if v.criterion == "success_drop_max"]
     assert drop.outcome == "fail" and "95% CI" in drop.observed and "+100.0" in drop.observed
