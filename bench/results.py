@@ -4,7 +4,8 @@ Tables are parquet *datasets* (folders of part files): ``episodes.parquet/``, ``
 ``calls.parquet/``, one part per episode, each written to a temporary name and renamed into place.
 An episode's ``episodes`` part is written last: it is the commit marker. A killed run loses at most
 the episodes in flight; a re-run skips every committed episode and rewrites (same file names) the
-parts of any half-written one, so nothing is ever duplicated.
+parts of any half-written one, so nothing is ever duplicated. Several processes may run into one
+folder at once: each claims an episode before running it (``bench.claims``).
 
 ``load_runs(...)`` is the stable interface for notebooks and reports.
 """
@@ -19,10 +20,9 @@ import os
 import platform
 import re
 import subprocess
-import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -79,8 +79,13 @@ def _flatten(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def _atomic_write_bytes(path: Path, writer: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
+    # Not tempfile.mkstemp: it makes 0600 files whatever the umask, so that others sharing a run folder
+    # could not read them. Created like open() does (0666 less the umask, a default ACL applies).
+    tmp = str(path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except OSError as exc:
+        raise ResultsError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         writer(tmp)
         with open(tmp, "rb") as fh:
@@ -110,6 +115,8 @@ class RunStore:
     def __init__(self, root: Path, commit_interval_s: float = 0.0) -> None:
         self.root = root
         self.commit_interval_s = commit_interval_s
+        self.after_commit: Callable[[list[str]], None] | None = None
+        """Called with the keys of each commit once its episodes part is written (releases their claims)."""
         self._held: list[tuple[str, Mapping[str, Any], Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]], str]]
         self._held = []
         self._held_since = 0.0
@@ -170,19 +177,23 @@ class RunStore:
         import pyarrow.parquet as pq
 
         stems = {key_stem(k) for k in keys}
-        for table_name in ("steps", "calls", "episodes"):
-            for path in sorted((self.root / f"{table_name}.parquet").glob("part-*.parquet")):
-                stem = path.name[len("part-") : -len(".parquet")]
-                if GROUP_MARK not in stem:
-                    if stem in stems:
-                        path.unlink(missing_ok=True)
-                    continue
-                table = pq.read_table(path)
-                keep = [k not in keys for k in table.column("episode_key").to_pylist()]
-                if all(keep):
-                    continue
-                kept = table.filter(pa.array(keep))
-                _atomic_write_bytes(path, lambda tmp, t=kept: pq.write_table(t, tmp))
+        # locked: two processes sharing the folder may each take other episodes out of the same group
+        # part; unlocked, the later rewrite would bring back what the earlier one took out
+        with open(self.root / ".run.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            for table_name in ("steps", "calls", "episodes"):
+                for path in sorted((self.root / f"{table_name}.parquet").glob("part-*.parquet")):
+                    stem = path.name[len("part-") : -len(".parquet")]
+                    if GROUP_MARK not in stem:
+                        if stem in stems:
+                            path.unlink(missing_ok=True)
+                        continue
+                    table = pq.read_table(path)
+                    keep = [k not in keys for k in table.column("episode_key").to_pylist()]
+                    if all(keep):
+                        continue
+                    kept = table.filter(pa.array(keep))
+                    _atomic_write_bytes(path, lambda tmp, t=kept: pq.write_table(t, tmp))
 
     def write_episode(
         self,
@@ -224,6 +235,8 @@ class RunStore:
             data = table_from_rows(table, rows)  # one schema per table: every part reads as one dataset
             path = self.root / f"{table}.parquet" / f"part-{name}.parquet"
             _atomic_write_bytes(path, lambda tmp, d=data: pq.write_table(d, tmp))
+        if self.after_commit is not None:
+            self.after_commit([h[0] for h in held])
 
     def write_run_info(self, info: Mapping[str, Any]) -> None:
         """Merge ``info`` into run.json; cells accumulate (parallel sweep jobs take a lock).
