@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
-from collections.abc import Sequence
+import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn, TypeVar
 
 from bench.catalog import CatalogError
 from bench.config import ConfigError, group_names, surface_config
@@ -15,10 +18,55 @@ from bench.secrets import redact
 from bench.wire import TokenizerUnavailable
 
 EXIT_USAGE = 2
+DEBUG_ENV = "SURFBENCH_DEBUG"
+"""Set to 1: an error also prints its traceback (the message stays one line, the exit code 2)."""
+
+T = TypeVar("T")
 
 
 class UsageError(Exception):
     """Bad input from the user: printed as one line, exit code 2."""
+
+
+class UnreadableRun(UsageError):
+    """A report or gate failed while reading its runs with an error nothing named: the runs are named here."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one line (no usage block), exit code 2, like every other input error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be 1 or more")
+    return value
+
+
+def _reading_runs(command: str, runs: Sequence[str], work: Callable[[], T]) -> T:
+    """Run ``work`` (a report or gate over ``runs``); an unexpected exception becomes one line naming the runs.
+
+    Errors that already name their file (criteria, run.json, a foreign part, duplicate keys) pass
+    through. Anything else (a pyarrow error on a damaged part, a TypeError on a column of the wrong
+    type) must not end as a traceback, nor, for the gate, as exit code 1 read as "revise".
+    KeyboardInterrupt is not an Exception and passes through.
+    """
+    try:
+        return work()
+    except _named_errors():
+        raise
+    except Exception as exc:
+        why = " ".join(str(exc).split()) or "no message"
+        raise UnreadableRun(
+            f"{command} over {', '.join(runs)} failed: {type(exc).__name__}: {why} (a damaged or foreign file in "
+            f"the run folder? {DEBUG_ENV}=1 prints the traceback)"
+        ) from exc
 
 
 def _surfaces(args: argparse.Namespace) -> int:
@@ -68,7 +116,9 @@ def _report(args: argparse.Namespace) -> int:
 
     runs = [Path(r) for r in args.runs]
     out = Path(args.out) if args.out else runs[0] / "report"
-    md, page = write_report(runs, out, baseline=args.baseline, keep_newest=args.keep_newest)
+    md, page = _reading_runs(
+        "report", args.runs, lambda: write_report(runs, out, baseline=args.baseline, keep_newest=args.keep_newest)
+    )
     print(f"wrote {md} and {page}")
     return 0
 
@@ -76,7 +126,11 @@ def _report(args: argparse.Namespace) -> int:
 def _gate(args: argparse.Namespace) -> int:
     from bench.gate import format_gate, judge
 
-    result = judge(Path(args.criteria), [Path(r) for r in args.runs], keep_newest=args.keep_newest)
+    result = _reading_runs(
+        "gate",
+        args.runs,
+        lambda: judge(Path(args.criteria), [Path(r) for r in args.runs], keep_newest=args.keep_newest),
+    )
     text = format_gate(result)
     print(text)
     if args.out:
@@ -156,7 +210,7 @@ def _default_surfaces() -> tuple[list[str], list[str]]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="surfbench", description=__doc__)
+    parser = _Parser(prog="surfbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("surfaces", help="static surface report: tools, wire bytes, tokens, help sizes")
@@ -175,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
         "embedding-retrieval ones, which are named under the table)",
     )
     p.add_argument("--out", default=None, help="also write the rows to FILE.csv or FILE.json")
-    p.add_argument("--budget", type=int, default=1536, help="help payload budget in bytes (default 1536)")
+    p.add_argument("--budget", type=_positive_int, default=1536, help="help payload budget in bytes (default 1536)")
     p.set_defaults(func=_surfaces)
 
     p = sub.add_parser(
@@ -189,7 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="markdown + self-contained HTML report over one or more runs")
     p.add_argument("runs", nargs="+", help="run folders (results/<run>)")
     p.add_argument("--out", default=None, help="output folder (default: <first run>/report)")
-    p.add_argument("--baseline", default="full", help="surface to compare against (default: full)")
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="surface to compare against; must be in the runs (default: full, when the runs have it)",
+    )
     p.add_argument("--keep-newest", action="store_true", help="count the newest row of a duplicated episode key")
     p.set_defaults(func=_report)
 
@@ -240,18 +298,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or one error line (2), already printed
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
         return int(args.func(args))
     except (CatalogError, ConfigError, UsageError, EmbeddingModelMissing, TokenizerUnavailable) as exc:
-        print(f"surfbench: error: {redact(str(exc))}", file=sys.stderr)
-        return EXIT_USAGE
+        return _error(exc)
     except _runtime_errors() as exc:
-        print(f"surfbench: error: {redact(str(exc))}", file=sys.stderr)
-        return EXIT_USAGE
+        return _error(exc)
     except ValueError as exc:  # surface parameter errors and the like: still the user's input
-        print(f"surfbench: error: {redact(str(exc))}", file=sys.stderr)
-        return EXIT_USAGE
+        return _error(exc)
     except KeyboardInterrupt:
         print("surfbench: interrupted; finished episodes are saved, re-run the same command to resume", file=sys.stderr)
         return 130
@@ -262,6 +320,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("surfbench: terminated; finished episodes are saved", file=sys.stderr)
             return 143
         raise
+
+
+def _error(exc: BaseException) -> int:
+    """One line on stderr, exit code 2; with SURFBENCH_DEBUG=1 the traceback first (a bug stays findable)."""
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        print(redact(traceback.format_exc()), file=sys.stderr, end="")
+    print(f"surfbench: error: {redact(str(exc))}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _named_errors() -> tuple[type[BaseException], ...]:
+    """Errors whose message already names the file or field at fault (printed as they are)."""
+    return (CatalogError, ConfigError, UsageError, *_runtime_errors())
 
 
 def _runtime_errors() -> tuple[type[BaseException], ...]:

@@ -14,11 +14,15 @@ A criteria file (``configs/gate/*.yaml``)::
 
 Each criterion is judged ``pass``, ``fail`` or ``inconclusive`` (an interval that straddles the
 threshold, or a drop criterion whose baseline is already at or below the allowed drop, so that no
-drop could be seen), or ``underpowered``: inconclusive, and the threshold is below the comparison's
-minimum detectable difference at 80% power (bench.power), with the paired N that would suffice.
+drop could be seen), ``underpowered`` (inconclusive, and the threshold is below the comparison's
+minimum detectable difference at 80% power (bench.power), with the paired N that would suffice), or
+``no evidence``: the runs hold nothing the criterion measures (a help-size criterion on a surface
+without help payloads, a ratio whose baseline cell is missing, no paired tasks). Missing evidence is
+never a pass: it counts like inconclusive.
 Per candidate and model: any decisive ``fail`` with ``on_fail: close`` -> close; else any fail,
-inconclusive or underpowered -> revise; else ship. A candidate's decision is its worst over models.
-Exit code: 0 if some candidate ships, 1 if the best is revise, 2 if all close (or on error).
+inconclusive, underpowered or no evidence -> revise; else ship. A candidate's decision is its worst
+over models. Exit code: 0 if some candidate ships, 1 if the best is revise, 2 if all close, and 2 with
+one error line (no table) when the criteria file or a run cannot be read.
 """
 
 from __future__ import annotations
@@ -33,10 +37,14 @@ from typing import Any
 import yaml
 
 from bench.config import ConfigError
+from bench.evidence import check_runs, surface_label
 from bench.metrics import summarize_cell
 from bench.provenance import RunView, load_current
 
 KINDS = ("help_bytes_max", "prompt_tokens_ratio_max", "first_try_drop_max", "round_trips_ratio_max", "success_drop_max")
+DROP_KINDS = ("first_try_drop_max", "success_drop_max")
+CRITERION_KEYS = ("kind", "value", "on_fail")
+NO_EVIDENCE = "no evidence"
 DECISIONS = ("ship", "revise", "close")
 EXIT = {"ship": 0, "revise": 1, "close": 2}
 
@@ -57,7 +65,8 @@ class Verdict:
     observed: str
     """What was measured (with its interval, where there is one)."""
     outcome: str
-    """``pass``, ``fail``, ``inconclusive`` or ``underpowered`` (the threshold is below the run's MDE)."""
+    """``pass``, ``fail``, ``inconclusive``, ``underpowered`` (the threshold is below the run's MDE) or
+    ``no evidence`` (nothing in the runs that this criterion measures)."""
     on_fail: str
 
 
@@ -93,16 +102,52 @@ def load_criteria(path: Path) -> dict[str, Any]:
     unknown = set(data) - {"name", "baseline", "candidates", "hot_operations", "criteria", "description"}
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {sorted(unknown)}")
-    crits = []
-    for i, raw in enumerate(data.get("criteria") or []):
-        if not isinstance(raw, Mapping) or raw.get("kind") not in KINDS or "value" not in raw:
-            raise ConfigError(f"{path}: criteria[{i}] needs kind (one of {', '.join(KINDS)}) and value")
-        if raw.get("on_fail", "revise") not in ("revise", "close"):
-            raise ConfigError(f"{path}: criteria[{i}].on_fail must be revise or close")
-        crits.append(Criterion(str(raw["kind"]), float(raw["value"]), str(raw.get("on_fail", "revise"))))
+    _check_header(path, data)
+    raw_list = data.get("criteria")
+    if raw_list is not None and not isinstance(raw_list, list):
+        raise ConfigError(f"{path}: criteria must be a list of {{kind, value, on_fail}}")
+    crits = [_criterion(path, i, raw) for i, raw in enumerate(raw_list or [])]
     if not crits:
         raise ConfigError(f"{path}: no criteria")
     return {**data, "criteria": crits}
+
+
+def _check_header(path: Path, data: Mapping[str, Any]) -> None:
+    """The gate file's own fields: each a wrong value would silently judge something else."""
+    for key in ("name", "baseline", "description"):
+        if key in data and not isinstance(data[key], str):
+            raise ConfigError(f"{path}: {key}: {data[key]!r} must be text")
+    candidates = data.get("candidates")
+    if candidates is not None and (not isinstance(candidates, list) or not all(isinstance(c, str) for c in candidates)):
+        raise ConfigError(f"{path}: candidates: {candidates!r} must be a list of surface names, e.g. [dispatcher]")
+    hot = data.get("hot_operations")
+    # a slice [:-4] would quietly mean "all but the coldest 4"; bool is an int in Python
+    if hot is not None and (isinstance(hot, bool) or not isinstance(hot, int) or hot < 1):
+        raise ConfigError(f"{path}: hot_operations: {hot!r} must be a whole number of operations, 1 or more")
+
+
+def _criterion(path: Path, i: int, raw: Any) -> Criterion:
+    where = f"{path}: criteria[{i}]"
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where} must be a mapping {{kind, value, on_fail}}, not {raw!r}")
+    extra = sorted(str(k) for k in set(raw) - set(CRITERION_KEYS))
+    if extra:
+        raise ConfigError(f"{where}: unknown key(s) {extra} (known: {', '.join(CRITERION_KEYS)})")
+    kind = raw.get("kind")
+    if kind not in KINDS:
+        raise ConfigError(f"{where}.kind: {kind!r} is not a criterion (known: {', '.join(KINDS)})")
+    value = raw.get("value")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"{where}.value: {value!r} must be a number")
+    if kind in DROP_KINDS and not 0 <= value <= 1:
+        # a drop is a fraction: 5 (meaning points) would let any drop pass
+        raise ConfigError(f"{where}.value: {value!r} must be a fraction from 0 to 1 (0.05 is 5 points)")
+    if kind not in DROP_KINDS and value <= 0:
+        raise ConfigError(f"{where}.value: {value!r} must be above 0")
+    on_fail = raw.get("on_fail", "revise")
+    if on_fail not in ("revise", "close"):
+        raise ConfigError(f"{where}.on_fail: {on_fail!r} must be revise or close")
+    return Criterion(str(kind), float(value), str(on_fail))
 
 
 def _hot_ops(suites: set[str], k: int | None) -> set[str] | None:
@@ -160,30 +205,19 @@ def _help_sizes(view: RunView, candidate: str) -> tuple[dict[str, int], list[str
     return sizes, used
 
 
-def _surface_label(name: str, labels: set[str]) -> str:
-    """The run's label for a surface that a gate file names.
-
-    A gate file names a surface config (``preselect``); a run made with overrides labels it
-    ``preselect[params.k=10]``: the one label of that config stands for it (two would be ambiguous).
-    """
-    if name in labels:
-        return name
-    matches = [label for label in labels if label.startswith(name + "[")]
-    return matches[0] if len(matches) == 1 else name
-
-
 def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> GateResult:
     from bench.compare import paired_comparisons
 
     spec = load_criteria(criteria_path)
+    check_runs(runs)  # a foreign or unreadable part is an error naming it, never a number in a verdict
     view = load_current(runs, keep_newest=keep_newest)
     frame = view.frame
-    surfaces = set(frame["surface"])
-    baseline = _surface_label(str(spec.get("baseline", "full")), surfaces)
+    surfaces = {str(s) for s in frame["surface"]}
+    baseline = surface_label(str(spec.get("baseline", "full")), surfaces)
     if baseline not in surfaces:
         raise ConfigError(f"baseline surface {baseline!r} is not in the runs (they have {', '.join(sorted(surfaces))})")
     named = spec.get("candidates")
-    candidates = [_surface_label(str(c), surfaces) for c in named] if named else sorted(surfaces - {baseline})
+    candidates = [surface_label(str(c), surfaces) for c in named] if named else sorted(surfaces - {baseline})
     missing = [c for c in candidates if c not in surfaces]
     if missing:
         raise ConfigError(f"candidate surface(s) {missing} not in the runs")
@@ -203,7 +237,7 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
             verdicts += got
             if any(v.outcome == "fail" and v.on_fail == "close" for v in got):
                 per_model[(cand, model)] = "close"
-            elif any(v.outcome != "pass" for v in got):
+            elif any(v.outcome != "pass" for v in got):  # fail, inconclusive, underpowered, no evidence
                 per_model[(cand, model)] = "revise"
             else:
                 per_model[(cand, model)] = "ship"
@@ -217,7 +251,7 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
 
 def _ratio_verdict(c: Criterion, cand: str, model: str, mine: float | None, base: float | None, what: str) -> Verdict:
     if mine is None or not base:
-        return Verdict(cand, model, c.kind, c.value, f"{what}: not measured", "inconclusive", c.on_fail)
+        return Verdict(cand, model, c.kind, c.value, f"{what}: not measured", NO_EVIDENCE, c.on_fail)
     ratio = mine / base
     outcome = "pass" if ratio <= c.value else "fail"
     return Verdict(
@@ -236,7 +270,8 @@ def _verdict(
 ) -> Verdict:
     if c.kind == "help_bytes_max":
         if not helps:
-            return Verdict(cand, model, c.kind, c.value, "surface has no help payloads", "pass", c.on_fail)
+            # nothing to measure is not a measurement within the budget
+            return Verdict(cand, model, c.kind, c.value, "surface has no help payloads", NO_EVIDENCE, c.on_fail)
         worst = max(helps, key=lambda n: helps[n])
         over = sum(1 for s in helps.values() if s > c.value)
         outcome = "pass" if helps[worst] <= c.value else "fail"
@@ -260,7 +295,7 @@ def _verdict(
             baseline = pair.baseline_success
         if delta is None or low is None or high is None:
             what = "first tries" if first_tries else "success"
-            return Verdict(cand, model, c.kind, c.value, f"no paired {what}", "inconclusive", c.on_fail)
+            return Verdict(cand, model, c.kind, c.value, f"no paired {what}", NO_EVIDENCE, c.on_fail)
         drop, worst, best = -delta, -low, -high
         mde = pair.first_try_mde if first_tries else pair.success_mde
         observed = f"drop {100 * drop:+.1f} pts [95% CI {100 * best:+.1f}, {100 * worst:+.1f}] over {pair.pairs} tasks"
@@ -295,4 +330,6 @@ def format_gate(result: GateResult) -> str:
         lines.append("")
     lines += [f"surface config used: {c}" for c in result.configs]
     lines += [f"note: {n}" for n in result.notes]
+    if any(v.outcome == NO_EVIDENCE for v in result.verdicts):
+        lines += ["", "no evidence: the runs hold nothing this criterion measures; it counts as inconclusive (revise)"]
     return "\n".join(lines)

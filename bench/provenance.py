@@ -65,8 +65,8 @@ def _missing(value: Any) -> bool:
 def stale_mask(frame: Any, info: dict[str, Any]) -> Any:
     """True for rows of an older identity than the one their cell label ran with last.
 
-    Rows written before cells had identities (no ``cell_id``) are never stale: there is nothing to
-    compare them with.
+    Rows written before cells had identities (no ``cell_id``), and rows whose label run.json records no
+    identity for, are never stale: there is nothing to compare them with.
     """
     import pandas as pd
 
@@ -79,7 +79,9 @@ def stale_mask(frame: Any, info: dict[str, Any]) -> Any:
         if _missing(row["cell_id"]):
             return False
         cell = latest.get(tuple(str(row[c]) for c in LABEL_COLUMNS))
-        if cell is None or str(cell["cell_id"]) != str(row["cell_id"]):
+        if cell is None:  # run.json records no identity for this label: nothing newer to prefer
+            return False
+        if str(cell["cell_id"]) != str(row["cell_id"]):
             return True
         current = by_id[str(row["cell_id"])].get("task_hashes", {}).get(str(row["task_id"]))
         return current is not None and current != row.get("task_hash")

@@ -114,9 +114,13 @@ def html_page(data: ReportData, images: dict[str, str]) -> str:
 
 
 def write_report(
-    runs: Sequence[str | Path], out_dir: Path, baseline: str = "full", keep_newest: bool = False
+    runs: Sequence[str | Path], out_dir: Path, baseline: str | None = None, keep_newest: bool = False
 ) -> tuple[Path, Path]:
-    """Write report.md, report.html and the figures; return the two report paths."""
+    """Write report.md, report.html and the figures; return the two report paths.
+
+    ``baseline``: the surface to pair against; None: ``full`` when the runs have it (see
+    :func:`bench.report_data.resolve_baseline`). The runs are read and checked before anything is written.
+    """
     data = collect(runs, baseline, keep_newest=keep_newest)
     out_dir.mkdir(parents=True, exist_ok=True)
     pngs = draw_all(data, out_dir)

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.compare import Paired, paired_comparisons
+from bench.config import ConfigError
+from bench.evidence import check_runs, config_labels, surface_label
 from bench.metrics import fmt, per_operation, summarize_cell
 from bench.power import PassK, pass_k
 from bench.provenance import load_current
@@ -88,11 +90,41 @@ def cell_rows(frame: Any) -> list[CellRow]:
     return rows
 
 
+DEFAULT_BASELINE = "full"
+
+
+def resolve_baseline(surfaces: set[str], baseline: str | None) -> tuple[str, list[str]]:
+    """The baseline label to pair against, and notes; an explicitly named surface must be in the runs.
+
+    ``None`` means "``full`` if the runs have it": a run without ``full`` (the workspace suite's) still
+    gets a report, without the paired section. A name given explicitly that no cell has is a typo,
+    and a report silently without pairs would hide it. A surface config name stands for its one
+    label (``preselect`` for ``preselect[params.k=10]``); with several labels none is chosen.
+    """
+    if baseline is None:
+        return surface_label(DEFAULT_BASELINE, surfaces), []
+    labels = config_labels(baseline, surfaces)
+    if not labels:
+        raise ConfigError(
+            f"--baseline {baseline}: no surface {baseline!r} in the runs (they have {', '.join(sorted(surfaces))})"
+        )
+    chosen = surface_label(baseline, surfaces)
+    if chosen in surfaces:
+        return chosen, []
+    return baseline, [
+        f"baseline {baseline!r} names {len(labels)} cells ({', '.join(labels)}): no paired comparison; "
+        "pass one of them with --baseline"
+    ]
+
+
 def collect(
-    runs: Sequence[str | Path], baseline: str = "full", hot_k: int = 15, keep_newest: bool = False
+    runs: Sequence[str | Path], baseline: str | None = None, hot_k: int = 15, keep_newest: bool = False
 ) -> ReportData:
+    """The report's content over ``runs``; ``baseline`` None: ``full`` when the runs have it."""
+    check_runs(runs)  # a foreign or unreadable part is an error naming it, never a number in a table
     view = load_current(runs, keep_newest=keep_newest)
     frame = view.frame
+    baseline, baseline_notes = resolve_baseline({str(s) for s in frame["surface"]}, baseline)
     cells = cell_rows(frame)
     op_order: list[str] = []
     hot: set[str] = set()
@@ -122,7 +154,7 @@ def collect(
         hot_ops=hot,
         baseline=baseline,
         scripted=scripted,
-        notes=list(view.notes),
+        notes=[*view.notes, *baseline_notes],
     )
 
 

@@ -61,25 +61,28 @@ def _options(node: Any) -> dict[str, Any]:
 def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]:
     """Run the cell a Hydra job describes; return its summary (what ``surfbench run`` prints)."""
     from bench.metrics import format_summary, summarize_cell
+    from bench.overrides import run_settings
     from bench.progress import make_progress
     from bench.results import RunStore, environment_info, load_runs, safe_name
     from bench.runner import CellSpec, resolve_cell, run_cell
-    from bench.stuck import stop_setting
 
+    # every top-level override checked strictly (limit=1.5, no_cache=maybe, +foo=1 are errors naming
+    # the override), before the pool, the store or run.json exist
+    settings = run_settings(cfg)
     spec = CellSpec(
         suite=str(cfg.suite.get("name") or choices["suite"]) if cfg.get("suite") else choices["suite"],
         surface=choices["surface"],
         model=choices["model"],
-        split=str(cfg.split),
-        tasks=tuple(str(t) for t in (cfg.tasks or [])),
-        limit=int(cfg.limit) if cfg.limit is not None else None,
-        repeats=int(cfg.repeats),
-        mode=str(cfg.mode) if cfg.mode else None,
-        max_steps=int(cfg.max_steps) if cfg.max_steps is not None else None,
-        order=str(cfg.order),
-        episode_retries=int(cfg.get("episode_retries", 1)),
-        retry_errors=bool(cfg.get("retry_errors", False)),
-        stop_on_repeat=stop_setting(cfg.get("stop_on_repeat")),
+        split=settings.split,
+        tasks=settings.tasks,
+        limit=settings.limit,
+        repeats=settings.repeats,
+        mode=settings.mode,
+        max_steps=settings.max_steps,
+        order=settings.order,
+        episode_retries=settings.episode_retries,
+        retry_errors=settings.retry_errors,
+        stop_on_repeat=settings.stop_on_repeat,
         backend_options=_options(cfg.get("backend_options")),
     )
 
@@ -93,8 +96,8 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]
     default_run = (
         f"sweep-{spec.suite}-{spec.split}" if multirun else f"{spec.suite}-{spec.split}-{spec.surface}-{spec.model}"
     )
-    run_name = str(cfg.run) if cfg.run else safe_name(default_run)
-    pool = _pool(bool(cfg.no_cache))
+    run_name = settings.run or safe_name(default_run)
+    pool = _pool(settings.no_cache)
     pool.client(cell.model_cfg)  # weights pulled, API key set: fail before anything is written
     store = RunStore(Path(str(cfg.results_dir)) / run_name, commit_interval_s=COMMIT_INTERVAL_S)
     store.prepare()
@@ -109,7 +112,7 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]
         f"run {run_name}: {cell.label()} ({cell.mode}), {len(cell.tasks)} task(s) x {spec.repeats}",
         file=sys.stderr,
     )
-    run_cell(cell, pool, store, run_name, progress=make_progress(str(cfg.progress)))
+    run_cell(cell, pool, store, run_name, progress=make_progress(settings.progress))
     frame = load_runs([store.root])
     keys = {cell.episode_key(t, r) for t in cell.tasks for r in range(spec.repeats)}
     mine = frame[frame["episode_key"].isin(keys)]  # this cell's identity and today's tasks, nothing older
@@ -127,30 +130,48 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]
 
 
 def main(overrides: Sequence[str]) -> int:
-    """Entry point of ``surfbench run``; returns the exit code (0 ok, 2 bad input or failed cells)."""
+    """Entry point of ``surfbench run``; returns the exit code (0 ok, 2 bad input or failed cells).
+
+    A refused run (a bad override, an unknown option, a ``run`` name leaving ``results_dir``) prints
+    its error, redacted, and leaves nothing under ``results_dir``: Hydra's own folders go to a private
+    temporary folder that is deleted at the end (``hydra:`` in configs/config.yaml).
+    """
     import hydra
     from hydra.core.hydra_config import HydraConfig
+    from hydra.errors import HydraException
     from hydra.types import RunMode
     from omegaconf import DictConfig
 
+    from bench.config import ConfigError
     from bench.models.server import install_signal_handlers
+    from bench.secrets import register_overrides
 
+    register_overrides(overrides)  # first: Hydra's errors and its sweep launch lines quote overrides
     problem = _results_dir_problem(overrides)
     if problem:
-        print(f"surfbench: error: {problem}", file=sys.stderr)
+        print(f"surfbench: error: {redact(problem)}", file=sys.stderr)
         return 2
     install_signal_handlers()
     # Every failing cell leaves a marker file here, also from other processes (joblib, Ray), which find
     # the folder through the environment they inherit: the exit code counts every cell.
     failure_dir = Path(tempfile.mkdtemp(prefix="surfbench-failures-"))
     os.environ[FAILURE_DIR_ENV] = str(failure_dir)
+    # Hydra creates its run folder, and a sweep's multirun.yaml with every override verbatim, before any
+    # job starts: here (mode 0700) instead of under results_dir, deleted when the run ends.
+    hydra_dir = Path(tempfile.mkdtemp(prefix="surfbench-hydra-"))
+    os.environ[HYDRA_DIR_ENV] = str(hydra_dir)
 
     @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
     def app(cfg: DictConfig) -> dict[str, Any] | None:
         hc = HydraConfig.get()
+        register_overrides(hc.overrides.task)  # a joblib or Ray worker process knows only its job's
         choices = {k: str(v) for k, v in hc.runtime.choices.items() if v is not None}
         multirun = hc.mode == RunMode.MULTIRUN
         try:
+            # the composed value too: a sweep preset (+sweep=...) or an interpolation can set it
+            problem = _run_name_problem(cfg.get("run"))
+            if problem:
+                raise ConfigError(problem)
             return run_job(cfg, choices, multirun)
         except Exception as exc:  # one failing cell is reported; the other cells of a sweep go on
             label = f"{choices.get('suite')}/{choices.get('surface')}/{choices.get('model')}"
@@ -163,28 +184,55 @@ def main(overrides: Sequence[str]) -> int:
 
     saved = sys.argv
     sys.argv = ["surfbench run", *overrides]
+    full_error = os.environ.get("HYDRA_FULL_ERROR")
+    # Hydra prints its own errors (an unknown option, a bad override) with the override in them, which
+    # may hold a password: set, it raises them instead, and they are printed here, redacted.
+    os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         app()
-    except SystemExit as exc:  # Hydra's own errors (unknown group option, bad override) exit 1
+    except SystemExit as exc:  # --help, or an argument Hydra's command line refuses
         code = exc.code if isinstance(exc.code, int) else 1
         return 0 if code == 0 else 2
+    except Exception as exc:  # Hydra's own errors: before any job, so nothing was written
+        cause = exc.__cause__
+        detail = f"\n{cause}" if isinstance(exc, HydraException) and cause is not None else ""
+        print(f"surfbench: error: {redact(f'{exc}{detail}')}", file=sys.stderr)
+        if full_error or not isinstance(exc, HydraException):
+            print(redact(traceback.format_exc()), file=sys.stderr)
+        return 2
     finally:
         sys.argv = saved
+        if full_error is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = full_error
+        os.environ.pop(HYDRA_DIR_ENV, None)
         _close_pool()
         failed = sorted({p.read_text() for p in failure_dir.glob("*.txt")})
         shutil.rmtree(failure_dir, ignore_errors=True)
+        shutil.rmtree(hydra_dir, ignore_errors=True)
     if len(failed) > 1:
         print(f"surfbench: {len(failed)} cells failed:\n  " + "\n  ".join(failed), file=sys.stderr)
     return 2 if failed else 0
 
 
 FAILURE_DIR_ENV = "SURFBENCH_FAILURE_DIR"
+HYDRA_DIR_ENV = "SURFBENCH_HYDRA_DIR"  # read by configs/config.yaml's hydra.run.dir and hydra.sweep.dir
 COMMIT_INTERVAL_S = 0.5  # quick episodes (scripted, cached) are committed in groups at most this old
 
 
 def _results_dir_problem(overrides: Sequence[str]) -> str | None:
-    """Hydra writes under ``results_dir`` before any cell runs: check it first, with a clear message."""
-    value = next((o.split("=", 1)[1] for o in overrides if o.startswith("results_dir=")), "results")
+    """What is wrong with the ``results_dir`` or ``run`` of the overrides, checked before Hydra starts.
+
+    The results folder must be creatable and writable (checked before any model call, with a clear
+    message). ``run`` must name a folder directly inside it (:func:`_run_name_problem`).
+    """
+    values = _override_values(overrides)
+    for run in values.get("run", []):
+        problem = _run_name_problem(run)
+        if problem:
+            return problem
+    value = (values.get("results_dir") or ["results"])[-1]
     folder = Path(value)
     for parent in (folder, *folder.parents):
         if parent.exists():
@@ -197,6 +245,52 @@ def _results_dir_problem(overrides: Sequence[str]) -> str | None:
                 return f"results directory {folder}: {parent} is not writable; choose another with results_dir=..."
             return None
     return None
+
+
+def _run_name_problem(run: Any) -> str | None:
+    """Why ``run`` cannot be a run name, or None; None and ``""`` mean the name derived from the cell.
+
+    A run is one folder directly inside ``results_dir``: no ``/`` nor backslash, no ``..``, not absolute.
+    ``run=../../x`` would write outside ``results_dir``; a nested ``run=team/a`` is refused too, so that
+    every run is found by listing ``results_dir`` (use ``results_dir=results/team run=a``).
+    """
+    if run is None or isinstance(run, bool | list | dict) or run == "":
+        return None  # not a name: bench/overrides.py refuses the wrong types with its own message
+    name = str(run)
+    if name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        return (
+            f"run={name}: must be a folder name inside results_dir (no '/', '..' or absolute path); "
+            "for a folder elsewhere, use results_dir=PARENT run=NAME"
+        )
+    return None
+
+
+def _override_values(overrides: Sequence[str]) -> dict[str, list[str]]:
+    """The values the overrides give each key, as Hydra reads them (each value of a sweep ``a,b``).
+
+    An override Hydra cannot parse is left out: Hydra refuses it with its own message.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+    values: dict[str, list[str]] = {}
+    for text in overrides:
+        if text.startswith("-"):  # -m, --cfg ...: not an override
+            continue
+        try:
+            override = parser.parse_override(text)
+        except HydraException:
+            continue
+        if override.is_delete():
+            continue
+        if override.is_sweep_override():
+            found = list(override.sweep_string_iterator())
+        else:
+            value = override.value()
+            found = [] if value is None else [str(value)]
+        values.setdefault(override.key_or_group, []).extend(found)
+    return values
 
 
 def _mark_failure(text: str) -> None:

@@ -168,9 +168,13 @@ def test_bfcl_runs_through_the_same_report_and_gate(tmp_path: Path):
     store.write_run_info({"cells": [{"provider": "scripted"}]})
     for surface in ("full", "dispatcher", "core"):
         cell = resolve_cell(CellSpec("bfcl:multiple", surface, "qwen2.5-coder-0.5b-instruct", split="dev", limit=8))
+        store.write_run_info({"cells": [cell.provenance()]})  # what `surfbench run` records: the gate reads it
         run_cell(cell, ModelPool(None), store, "oracle", client=OracleClient("bfcl:multiple"))
     md, _ = write_report([tmp_path / "run"], tmp_path / "report")
     assert "| bfcl:multiple |" in md.read_text()
     result = judge(Path("configs/gate/dsh.yaml"), [tmp_path / "run"])
-    # the oracle solves every entry on every surface: nothing drops, nothing grows
-    assert result.decisions == {"dispatcher": "ship", "core": "ship"} and result.exit_code == 0
+    # the oracle solves every entry on every surface: nothing drops, nothing grows; core has no help tool,
+    # so the help-size criterion has no evidence there and cannot let it ship
+    assert result.decisions == {"dispatcher": "ship", "core": "revise"} and result.exit_code == 0
+    help_core = [v for v in result.verdicts if v.candidate == "core" and v.criterion == "help_bytes_max"]
+    assert [v.outcome for v in help_core] == ["no evidence"]
