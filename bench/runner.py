@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import statistics
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from bench.claims import Claims, retake_errored
 from bench.config import ConfigError, SurfaceConfig, read_group_config, surface_config
 from bench.episode import Complete, LoopSettings, run_episode, transcript_lines
 from bench.identity import MODEL_IDENTITY_FIELDS, CellIdentity, canonical_hash, label, model_identity, task_hash
@@ -15,8 +15,8 @@ from bench.identity import episode_key as make_episode_key
 from bench.models import ModelConfig, ModelPool, model_config
 from bench.records import EpisodeTrace
 from bench.results import RunStore
-from bench.scorer import EpisodeScore, score_episode
-from bench.stuck import scan as scan_repeats
+from bench.rows import episode_rows
+from bench.scorer import score_episode
 from bench.suite import Suite, Task, load_suite
 from bench.taxonomy import check_declared
 from surfaces import Surface, build_surface
@@ -190,6 +190,13 @@ def resolve_cell(
         ) from None
     model_cfg = model_config(spec.model, model_data)
     tasks = suite.select(spec.split, list(spec.tasks) or None, spec.limit)
+    if not tasks:  # nothing to run: refuse before a run folder is made, not crash on an empty table later
+        splits = sorted({t.split for t in suite.tasks})
+        raise ConfigError(
+            f"suite {suite.name!r} ({suite.folder}): no task selected by split={spec.split} "
+            f"tasks={list(spec.tasks) or 'all'} limit={spec.limit}; its {len(suite.tasks)} task(s) are in "
+            f"split(s) {', '.join(splits) or 'none'} (split=all runs every one)"
+        )
     mode = spec.mode or model_cfg.mode
     if mode not in ("native", "prompted"):
         raise ValueError(f"mode must be 'native' or 'prompted', got {mode!r}")
@@ -217,98 +224,6 @@ def resolve_cell(
                 {f: getattr(base_model, f) for f in fields_},
             )
     return Cell(spec, suite, surface_cfg, surface, model_cfg, tasks, mode, surface_label, model_label)
-
-
-def _mean(values: Sequence[float | int | None]) -> float | None:
-    clean = [v for v in values if v is not None]
-    return round(statistics.fmean(clean), 3) if clean else None
-
-
-def _total(values: Sequence[int | None]) -> int | None:
-    clean = [v for v in values if v is not None]
-    return sum(clean) if clean else None
-
-
-def episode_rows(
-    cell: Cell, task: Task, repeat: int, trace: EpisodeTrace, score: EpisodeScore, run: str
-) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    key = cell.episode_key(task, repeat)
-    steps = trace.steps
-    first_pos = {ft.call_position: ft for ft in score.first_tries if ft.call_position is not None}
-    stuck = scan_repeats(steps, trace.calls)
-    state = trace.state if isinstance(trace.state, dict) else {}
-    usage = state.get("usage") or {}  # a sandboxed backend's peaks (tasks/workspace)
-    episode = {
-        "episode_key": key,
-        "run": run,
-        "suite": cell.suite.name,
-        "task_id": task.id,
-        "split": task.split,
-        "tags": list(task.tags),
-        "surface": cell.surface_label,
-        "surface_config": cell.surface_cfg.name,
-        "surface_kind": cell.surface_cfg.kind,
-        "model": cell.model_label,
-        "model_config": cell.model_cfg.name,
-        "cell_id": cell.cell_id,
-        "task_hash": cell.task_hash(task),
-        "params_b": cell.model_cfg.params_b,
-        "mode": cell.mode,
-        "repeat": repeat,
-        "catalog_hash": cell.suite.catalog_for(task).content_hash,
-        "round_trips": score.round_trips,
-        "overhead_round_trips": score.overhead_round_trips,
-        "expected_calls": score.expected_calls,
-        "first_try_correct": score.first_try_correct,
-        "first_try_accuracy": score.first_try_accuracy,
-        "first_tries": [
-            {"op": ft.operation, "correct": ft.correct, "error_type": ft.error_type} for ft in score.first_tries
-        ],
-        "selection_correct": score.selection_correct,
-        "success": score.success,
-        "calls_ok": score.calls_ok,
-        "state_ok": score.state_ok,
-        "answer_ok": score.answer_ok,
-        "refuse_ok": score.refuse_ok,
-        "recovered_after_error": score.recovered_after_error,
-        "failed_first_tries": score.failed_first_tries,
-        "boundary_violations": score.boundary_violations,
-        "protocol_violations": score.protocol_violations,
-        "parse_failures": score.parse_failures,
-        "meta_calls": score.meta_calls,
-        "operation_calls": score.operation_calls,
-        "stable_prefix": score.stable_prefix,
-        "disk_peak_bytes": usage.get("disk_peak_bytes"),
-        "memory_peak_bytes": usage.get("memory_peak_bytes"),
-        "stuck_repeats": stuck.repeats,
-        "stuck": stuck.stuck,
-        "prompt_tokens_total": _total([s.prompt_tokens for s in steps]),
-        "prompt_tokens_per_step": _mean([s.prompt_tokens for s in steps]),
-        "prompt_tokens_est_per_step": _mean([s.prompt_tokens_est for s in steps]),
-        "cached_prompt_tokens_total": _total([s.cached_prompt_tokens for s in steps]),
-        "completion_tokens_total": _total([s.completion_tokens for s in steps]),
-        "request_bytes_per_step": _mean([s.request_bytes for s in steps]),
-        "tool_block_bytes_first": steps[0].tool_block_bytes if steps else None,
-        "tools_shown_first": steps[0].tools_shown if steps else None,
-        "latency_s": round(sum(s.latency_s for s in steps), 3),
-        "wall_s": round(trace.wall_s, 3),
-        "cost_usd": round(sum(s.cost_usd for s in steps), 6),
-        "cache_hits": sum(1 for s in steps if s.cache_hit),
-        "error_types": list(score.error_types),
-        "failures": list(score.failures),
-        "final_text": trace.final_text,
-        "error": trace.error,
-        "traceback": trace.traceback,
-    }
-    step_rows = [{"episode_key": key, **asdict(s)} for s in steps]
-    call_rows = []
-    for pos, c in enumerate(trace.calls):
-        ft = first_pos.get(pos)
-        row = {"episode_key": key, **asdict(c)}
-        row["first_try_for"] = ft.operation if ft else None
-        row["first_try_correct"] = ft.correct if ft else None
-        call_rows.append(row)
-    return episode, step_rows, call_rows
 
 
 ProgressFn = Callable[[Cell, int, int, dict[str, Any] | None], None]
@@ -354,26 +269,36 @@ def run_cell(
     progress: ProgressFn | None = None,
     client: Complete | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every (task, repeat) of the cell not already in the store; return all its episode rows."""
+    """Run every (task, repeat) of the cell not already in the store; return the episode rows run here.
+
+    Other processes may run the same cell into the same folder at once (``bench.claims``): each episode
+    is claimed before it runs, so they split the work and none runs twice. Episodes another live process
+    holds are skipped, then waited for at the end, so that the cell's summary counts every one.
+    """
     done = store.done_keys()
-    if cell.spec.retry_errors:
-        again = store.errored_keys() & {cell.episode_key(t, r) for t, r in episode_order(cell)}
-        if again:
-            print(f"surfbench: {cell.label()}: running {len(again)} episode(s) again that ended in a "
-                  "harness error", file=sys.stderr, flush=True)  # fmt: skip
-            store.discard(again)
-            done -= again
-    todo = [(t, r) for t, r in episode_order(cell) if cell.episode_key(t, r) not in done]
-    total = len(cell.tasks) * cell.spec.repeats
-    finished = total - len(todo)
-    if progress:
-        progress(cell, finished, total, None)
-    if not todo:
-        return []
-    model: Complete = client or pool.client(cell.model_cfg)
-    rows = []
+    claims = Claims(store.root)
+    store.after_commit = claims.release  # a claim goes once its episode is committed (group commit too)
     try:
-        for task, repeat in todo:
+        if cell.spec.retry_errors:
+            again = retake_errored(claims, store, {cell.episode_key(t, r) for t, r in episode_order(cell)})
+            if again:
+                print(f"surfbench: {cell.label()}: running {len(again)} episode(s) again that ended in a "
+                      "harness error", file=sys.stderr, flush=True)  # fmt: skip
+                done -= again
+        todo = {cell.episode_key(t, r): (t, r) for t, r in episode_order(cell)}
+        todo = {key: episode for key, episode in todo.items() if key not in done}
+        total = len(cell.tasks) * cell.spec.repeats
+        finished = total - len(todo)
+        if progress:
+            progress(cell, finished, total, None)
+        if not todo:
+            return []
+        model: Complete = client or pool.client(cell.model_cfg)
+        rows: list[dict[str, Any]] = []
+
+        def run_one(key: str) -> None:
+            nonlocal finished
+            task, repeat = todo[key]
             catalog = cell.suite.catalog_for(task)
 
             def schema_of(name: str, catalog: Any = catalog) -> dict[str, Any] | None:
@@ -393,7 +318,7 @@ def run_cell(
                 if not _endpoint_failure(trace) or attempts > cell.spec.episode_retries:
                     break
                 print(
-                    f"surfbench: {cell.episode_key(task, repeat)}: {trace.error}; running the episode again "
+                    f"surfbench: {key}: {trace.error}; running the episode again "
                     f"({attempts}/{cell.spec.episode_retries})",
                     file=sys.stderr,
                     flush=True,
@@ -402,13 +327,33 @@ def run_cell(
             check_declared(score.error_types, cell.declared_error_types, f"{cell.label()}, task {task.id!r}")
             episode, steps, calls = episode_rows(cell, task, repeat, trace, score, run_name)
             episode["attempts"] = attempts
-            store.write_episode(
-                episode["episode_key"], episode, steps, calls, transcript_lines(trace), took_s=trace.wall_s
-            )
+            store.write_episode(key, episode, steps, calls, transcript_lines(trace), took_s=trace.wall_s)
             rows.append(episode)
             finished += 1
             if progress:
                 progress(cell, finished, total, episode)
-    finally:  # held episodes are finished ones: commit them, also on errors and signals
-        store.flush()
+
+        try:
+            busy = []
+            for key in todo:
+                taken = claims.take(key)
+                if taken == "mine":
+                    run_one(key)
+                elif taken == "busy":
+                    busy.append(key)
+                else:  # committed by another process since done_keys()
+                    finished += 1
+            if busy:
+                store.flush()  # quick episodes held for a group commit: others may be waiting for them
+                for key in claims.wait(busy, cell.label()):  # what is left when their owners are gone
+                    run_one(key)
+                    store.flush()
+        finally:  # held episodes are finished ones: commit them, also on errors and signals
+            store.flush()
+    finally:
+        store.after_commit = None
+        claims.close()  # claims of episodes never committed (an error): another process may run them
+    claims.report(cell.label(), len(rows))
+    if claims.by_others and progress:  # the count that others' episodes brought up (a live bar ends)
+        progress(cell, total - len(claims.given_up), total, None)
     return rows

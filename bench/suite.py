@@ -41,30 +41,32 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
 
-import yaml
-
 from bench.backend import Backend, CannedBackend
 from bench.catalog import Catalog, CatalogError
-from bench.config import ConfigError
 from bench.importers import load_catalog
+from bench.importers.common import exists
 from bench.importers.pycallable import load_module
-from bench.validation import closest
+from bench.suite_checks import (
+    ANSWER_KEYS,
+    CALL_KEYS,
+    SPLITS,
+    STATE_KEYS,
+    SUITE_KEYS,
+    TAGS,
+    TASK_KEYS,
+    SuiteError,
+    check_against_catalog,
+    read_yaml,
+    steps_per,
+    suite_fields,
+    task_fields,
+)
+from bench.validation import closest, parse_problem
 
-SUITE_KEYS = {
-    "name", "description", "catalog", "catalog_format", "backend", "system_prompt", "max_steps", "steps_per", "tasks",
-    "classify", "loader", "variants", "backend_options", "error_types",
-}  # fmt: skip
-TASK_KEYS = {
-    "id", "split", "tags", "turns", "scenario", "expected", "order", "state", "answer", "canned", "refuse",
-    "require_calls", "note", "meta", "exact_calls",
-}  # fmt: skip
-CALL_KEYS = {"op", "args", "oracle_args", "turn"}
-STATE_KEYS = {"path", "equals", "exists", "contains", "match", "len", "turn"}
-ANSWER_KEYS = {"contains", "any_of", "regex", "not_contains"}
-SPLITS = ("dev", "test")
-TAGS = {
-    "hot", "cold", "single", "multi", "arg-heavy", "near-miss", "should-refuse", "read", "write", "multi-turn",
-}  # fmt: skip
+__all__ = [  # the field sets and SuiteError live in bench.suite_checks; importers of bench.suite still find them
+    "ANSWER_KEYS", "CALL_KEYS", "SPLITS", "STATE_KEYS", "SUITE_KEYS", "TAGS", "TASK_KEYS", "ExpectedCall",
+    "StateCheck", "Suite", "SuiteError", "Task", "load_suite", "load_tasks", "suite_names", "suites_roots",
+]  # fmt: skip
 DEFAULT_SYSTEM = (
     "You are an assistant that acts through the tools you are given. Use the tools to do what the user "
     "asks, then answer briefly in plain text. If no tool can do it, say so."
@@ -73,10 +75,6 @@ DEFAULT_SYSTEM = (
 
 Classifier = Callable[..., list[str]]
 """``classify(task, calls) -> error types``: calls are the episode's CallRecords, in order."""
-
-
-class SuiteError(ConfigError):
-    """A malformed suite or task file: names the file, the task and the field."""
 
 
 @dataclass(frozen=True)
@@ -243,7 +241,7 @@ def _resolve(folder: Path, spec: str) -> str:
     """Paths in suite.yaml are relative to the suite folder (``file.py:Class`` included)."""
     head, sep, attr = spec.rpartition(":") if ":" in spec else (spec, "", "")
     candidate = folder / head
-    if candidate.exists():
+    if exists(candidate):
         return f"{candidate}{sep}{attr}"
     return spec
 
@@ -262,52 +260,43 @@ def load_suite(name_or_path: str) -> Suite:
         near = closest(name_or_path, suite_names())
         tip = f"; did you mean {', '.join(near)}?" if near else ""
         raise SuiteError(f"no suite {name_or_path!r} (no {path}){tip} known: {', '.join(suite_names())}")
-    data = _read_yaml(path)
-    if not isinstance(data, Mapping):
-        raise SuiteError(f"{path}: expected a mapping")
-    _no_unknown(data, SUITE_KEYS, f"{path}")
-    if data.get("loader"):
-        return _load_generated(data, folder, path, variant)
+    fields = suite_fields(read_yaml(path), path)
+    if fields["loader"]:
+        return _load_generated(fields, folder, path, variant)
     if variant is not None:
         raise SuiteError(f"{path}: suite {folder.name!r} has no variants (got {variant!r}); use suite={folder.name}")
-    for key in ("catalog", "tasks"):
-        if key not in data:
-            raise SuiteError(f"{path}: field {key!r} is required")
-    backend = data.get("backend")
-    backend_spec = None if backend in (None, "none") else _resolve(folder, str(backend))
-    task_files = data["tasks"] if isinstance(data["tasks"], list) else [data["tasks"]]
     tasks: list[Task] = []
     seen: set[str] = set()
-    for rel in task_files:
-        for task in load_tasks(folder / str(rel)):
+    for rel in fields["tasks"]:
+        for task in load_tasks(folder / rel):
             if task.id in seen:
                 raise SuiteError(f"{task.source}: task {task.id!r}: duplicate id")
             seen.add(task.id)
             tasks.append(task)
     suite = Suite(
-        name=str(data.get("name", folder.name)),
+        name=fields["name"] or folder.name,
         folder=folder,
-        catalog_spec=_resolve(folder, str(data["catalog"])),
-        catalog_format=data.get("catalog_format"),
-        backend_spec=backend_spec,
-        system_prompt=str(data.get("system_prompt") or DEFAULT_SYSTEM),
-        max_steps=int(data.get("max_steps", 6)),
+        catalog_spec=_resolve(folder, fields["catalog"]),
+        catalog_format=fields["catalog_format"],
+        backend_spec=_spec(fields["backend"], folder, path, "backend"),
+        system_prompt=fields["system_prompt"] or DEFAULT_SYSTEM,
+        max_steps=fields["max_steps"] or 6,
         tasks=tasks,
-        description=str(data.get("description", "")),
-        classify_spec=_classify_spec(data, folder, path),
-        steps_per=_steps_per(data.get("steps_per"), path),
-        backend_options=_backend_options(data.get("backend_options"), path),
-        error_types=_error_types(data.get("error_types"), path),
+        description=fields["description"],
+        classify_spec=_spec(fields["classify"], folder, path, "classify"),
+        steps_per=fields["steps_per"],
+        backend_options=fields["backend_options"],
+        error_types=fields["error_types"],
     )
-    _check_against_catalog(suite, path)
+    _check_against_catalog(suite, path, args=True)
     suite.backend_settings()  # options the backend does not take: an error at load, naming them
     return suite
 
 
-def _load_generated(data: Mapping[str, Any], folder: Path, path: Path, variant: str | None) -> Suite:
+def _load_generated(fields: Mapping[str, Any], folder: Path, path: Path, variant: str | None) -> Suite:
     """A suite whose catalog and tasks a loader function builds (from another benchmark's data)."""
-    variants = [str(v) for v in data.get("variants") or []]
-    name = str(data.get("name", folder.name))
+    variants: list[str] = fields["variants"]
+    name = fields["name"] or folder.name
     if variant is None or (variants and variant not in variants):
         near = closest(variant or "", variants)
         tip = f"did you mean {name}:{near[0]}? " if near else ""
@@ -315,55 +304,29 @@ def _load_generated(data: Mapping[str, Any], folder: Path, path: Path, variant: 
             f"{path}: suite {name!r} needs a variant, e.g. {name}:{variants[0] if variants else 'NAME'}; "
             f"{tip}known: {', '.join(variants)}"
         )
-    spec = _resolve(folder, str(data["loader"]))
+    spec = _resolve(folder, fields["loader"])
     built = _hook(spec, path, "loader")(variant, folder)
-    backend = built.get("backend", data.get("backend"))
+    backend = built.get("backend", fields["backend"])
     suite = Suite(
         name=f"{name}:{variant}",
         folder=folder,
         catalog_spec=spec,
         catalog_format=None,
         backend_spec=None if backend in (None, "none") else _resolve(folder, str(backend)),
-        system_prompt=str(built.get("system_prompt") or data.get("system_prompt") or DEFAULT_SYSTEM),
-        max_steps=int(built.get("max_steps") or data.get("max_steps", 6)),
+        system_prompt=str(built.get("system_prompt") or fields["system_prompt"] or DEFAULT_SYSTEM),
+        max_steps=int(built.get("max_steps") or fields["max_steps"] or 6),
         tasks=list(built["tasks"]),
-        description=str(data.get("description", "")),
-        classify_spec=_classify_spec(data, folder, path),
+        description=fields["description"],
+        classify_spec=_spec(fields["classify"], folder, path, "classify"),
         preset_catalog=built["catalog"],
-        error_types=_error_types(data.get("error_types"), path),
-        steps_per=_steps_per(built.get("steps_per") or data.get("steps_per"), path),
+        error_types=fields["error_types"],
+        steps_per=steps_per(built.get("steps_per") or fields["steps_per"], str(path)),
     )
-    _check_against_catalog(suite, path)
+    if not suite.tasks:
+        raise SuiteError(f"{path}: loader {fields['loader']!r} built no tasks for variant {variant!r}")
+    # a loader's tasks are another benchmark's data, imported as it is: their argument names are not checked
+    _check_against_catalog(suite, path, args=False)
     return suite
-
-
-def _error_types(value: Any, path: Path) -> dict[str, str]:
-    from bench.taxonomy import CORE
-
-    if value is None:
-        return {}
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        value = {v: "" for v in value}
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) and k for k in value):
-        raise SuiteError(f"{path}: error_types must map each type's name to what it means")
-    clash = sorted(set(value) & CORE)
-    if clash:
-        raise SuiteError(f"{path}: error_types {clash} are core types already (bench/taxonomy.py); pick other names")
-    return {str(k): str(v or "") for k, v in value.items()}
-
-
-def _backend_options(value: Any, path: Path) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise SuiteError(f"{path}: backend_options must be a mapping of option names to values")
-    return dict(value)
-
-
-def _steps_per(value: Any, path: Path) -> str:
-    if value in (None, "episode", "turn"):
-        return str(value or "episode")
-    raise SuiteError(f"{path}: steps_per must be 'episode' or 'turn', got {value!r}")
 
 
 def _hook(spec: str, where: Path, role: str) -> Any:
@@ -378,160 +341,77 @@ def _hook(spec: str, where: Path, role: str) -> Any:
     return found
 
 
-def _classify_spec(data: Mapping[str, Any], folder: Path, path: Path) -> str | None:
-    if not data.get("classify"):
+def _spec(value: str | None, folder: Path, path: Path, role: str) -> str | None:
+    """A ``file.py:attr`` hook of suite.yaml (classify, backend), resolved against the suite folder."""
+    if not value:
         return None
-    spec = _resolve(folder, str(data["classify"]))
+    spec = _resolve(folder, value)
     if ":" not in spec:
-        raise SuiteError(f"{path}: classify must be 'file.py:function', got {data['classify']!r}")
+        raise SuiteError(f"{path}: {role} must be 'file.py:name', got {value!r}")
     return spec
 
 
-def _check_against_catalog(suite: Suite, path: Path) -> None:
-    """Hooks load and every expected operation is in its task's catalog, before anything runs."""
+def _check_against_catalog(suite: Suite, path: Path, *, args: bool) -> None:
+    """Hooks load and every expected call fits its task's catalog, before anything runs.
+
+    ``args``: also argument names and canned operations (see bench.suite_checks.check_against_catalog).
+    """
     _ = suite.classifier
+    if suite.backend_spec is not None:
+        _hook(suite.backend_spec, path, "backend")  # a typo in the class name fails now, not in episode one
     try:
         _ = suite.catalog
     except CatalogError as exc:
         raise SuiteError(f"{path}: catalog: {exc}") from None
     for task in suite.tasks:
-        catalog = suite.catalog_for(task)
-        for call in task.expected:
-            if call.op not in catalog:
-                near = closest(call.op, catalog.names)
-                tip = f" (did you mean {', '.join(near)}?)" if near else ""
-                raise SuiteError(f"{task.source}: task {task.id!r}: expected op {call.op!r} not in the catalog{tip}")
-
-
-def _read_yaml(path: Path) -> Any:
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SuiteError(f"{path}: file not found") from None
-    except yaml.YAMLError as exc:
-        raise SuiteError(f"{path}: invalid YAML: {exc}".replace("\n", " ")) from None
-
-
-def _no_unknown(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
-    unknown = sorted(set(data) - allowed)
-    if unknown:
-        near = closest(unknown[0], allowed)
-        tip = f" (did you mean {near[0]!r}?)" if near else ""
-        raise SuiteError(f"{where}: unknown key {unknown[0]!r}{tip}; allowed: {', '.join(sorted(allowed))}")
-
-
-def _turn_index(value: Any, turns: int, where: str) -> int | None:
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < turns:
-        raise SuiteError(f"{where}: turn must be a user turn index from 0 to {turns - 1}, got {value!r}")
-    return value
-
-
-def _meta(value: Any, where: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise SuiteError(f"{where}: meta must be a mapping")
-    return dict(value)
+        check_against_catalog(
+            f"{task.source}: task {task.id!r}",
+            [(c.op, c.args, c.oracle_args) for c in task.expected],
+            task.canned,
+            suite.catalog_for(task),
+            args=args,
+            backend=suite.backend_spec,
+        )
 
 
 def load_tasks(path: Path) -> list[Task]:
+    """The tasks of one file: a YAML list (or ``{tasks: [...]}``) or JSON lines; an empty file is an error."""
     if path.suffix == ".jsonl":
-        rows = []
+        rows: Any = []
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:
             raise SuiteError(f"{path}: file not found") from None
+        except UnicodeDecodeError as exc:
+            raise SuiteError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        except (OSError, ValueError) as exc:
+            raise SuiteError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
         for n, line in enumerate(lines, 1):
             if line.strip():
                 try:
                     rows.append(json.loads(line))
                 except json.JSONDecodeError as exc:
                     raise SuiteError(f"{path}: line {n}: invalid JSON: {exc.msg}") from None
+                except (ValueError, RecursionError) as exc:  # a 5,000-digit number, deep nesting
+                    raise SuiteError(f"{path}: line {n}: invalid JSON: {parse_problem(exc)}") from None
     else:
-        rows = _read_yaml(path) or []
+        rows = read_yaml(path)
         if isinstance(rows, Mapping) and "tasks" in rows:
             rows = rows["tasks"]
+    if rows is None or rows == []:
+        raise SuiteError(f"{path}: no tasks in this file (a suite needs at least one)")
     if not isinstance(rows, list):
-        raise SuiteError(f"{path}: expected a list of tasks")
+        raise SuiteError(f"{path}: expected a list of tasks, got {type(rows).__name__}")
     return [_task(row, path, i) for i, row in enumerate(rows)]
 
 
 def _task(row: Any, path: Path, index: int) -> Task:
-    if not isinstance(row, Mapping):
-        raise SuiteError(f"{path}: task #{index + 1}: expected a mapping")
-    task_id = row.get("id")
-    where = f"{path}: task {task_id!r}" if task_id else f"{path}: task #{index + 1}"
-    if not isinstance(task_id, str) or not task_id:
-        raise SuiteError(f"{where}: field 'id' is required")
-    _no_unknown(row, TASK_KEYS, where)
-    turns = row.get("turns")
-    if isinstance(turns, str):
-        turns = [turns]
-    if not turns or not all(isinstance(t, str) and t.strip() for t in turns):
-        raise SuiteError(f"{where}: field 'turns' needs one or more non-empty user messages")
-    split = row.get("split", "dev")
-    if split not in SPLITS:
-        raise SuiteError(f"{where}: split must be one of {SPLITS}, got {split!r}")
-    tags = tuple(row.get("tags") or ())
-    bad = [t for t in tags if t not in TAGS]
-    if bad:
-        raise SuiteError(f"{where}: unknown tag {bad[0]!r}; known: {', '.join(sorted(TAGS))}")
-    order = row.get("order", "ordered")
-    if order not in ("ordered", "any"):
-        raise SuiteError(f"{where}: order must be 'ordered' or 'any', got {order!r}")
-    expected = []
-    for i, call in enumerate(row.get("expected") or []):
-        if not isinstance(call, Mapping) or "op" not in call:
-            raise SuiteError(f"{where}: expected[{i}] needs an 'op'")
-        _no_unknown(call, CALL_KEYS, f"{where}: expected[{i}]")
-        args = call.get("args") or {}
-        if not isinstance(args, Mapping):
-            raise SuiteError(f"{where}: expected[{i}].args must be a mapping of argument matchers")
-        turn = _turn_index(call.get("turn"), len(turns), f"{where}: expected[{i}]")
-        expected.append(ExpectedCall(str(call["op"]), dict(args), call.get("oracle_args"), turn))
-    state = []
-    for i, check in enumerate(row.get("state") or []):
-        if not isinstance(check, Mapping) or "path" not in check:
-            raise SuiteError(f"{where}: state[{i}] needs a 'path'")
-        _no_unknown(check, STATE_KEYS, f"{where}: state[{i}]")
-        raw_path = check["path"]
-        parts = tuple(str(p) for p in raw_path) if isinstance(raw_path, list) else tuple(str(raw_path).split("."))
-        state.append(
-            StateCheck(
-                path=parts,
-                equals=check.get("equals"),
-                exists=check.get("exists"),
-                contains=check.get("contains"),
-                match=check.get("match"),
-                len=check.get("len"),
-                has_equals="equals" in check,
-                turn=_turn_index(check.get("turn"), len(turns), f"{where}: state[{i}]"),
-            )
-        )
-    answer = row.get("answer") or {}
-    if not isinstance(answer, Mapping):
-        raise SuiteError(f"{where}: answer must be a mapping")
-    _no_unknown(answer, ANSWER_KEYS, f"{where}: answer")
-    refuse = bool(row.get("refuse", False)) or "should-refuse" in tags
-    if refuse and expected:
-        raise SuiteError(f"{where}: a should-refuse task cannot have expected calls")
+    fields = task_fields(row, path, index)
     return Task(
-        id=task_id,
-        turns=tuple(turns),
-        split=split,
-        tags=tags,
-        scenario=row.get("scenario"),
-        expected=tuple(expected),
-        order=order,
-        state=tuple(state),
-        answer=dict(answer),
-        canned=dict(row.get("canned") or {}),
-        refuse=refuse,
-        require_calls=row.get("require_calls"),
-        note=str(row.get("note", "")),
-        meta=_meta(row.get("meta"), where),
-        exact_calls=bool(row.get("exact_calls", False)),
+        **{
+            **fields,
+            "expected": tuple(ExpectedCall(**call) for call in fields["expected"]),
+            "state": tuple(StateCheck(**check) for check in fields["state"]),
+        },
         source=str(path),
     )

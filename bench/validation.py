@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,7 +48,92 @@ def short(value: Any, limit: int = 60) -> str:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         text = repr(value)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: escape it, or printing the message would fail
+            text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+MAX_DEPTH = 64
+"""Deepest nesting accepted in a task or an operation's schema: real ones stay under 10 levels, and a
+bound keeps every recursive reader (matchers, validators, ``jsonschema``) far from Python's recursion limit."""
+MAX_NODES = 200_000
+"""Most values walked in one task or schema: YAML aliases can make a small file expand without bound."""
+
+
+def json_problem(value: Any, *, plain: bool = True, max_depth: int = MAX_DEPTH) -> str | None:
+    """Why ``value`` is not usable JSON data, or None when it is.
+
+    Walks iteratively (a 5,000-level document must not raise RecursionError here). Always checks the
+    depth and size; with ``plain`` also that every key is a string and every leaf a JSON value: a YAML
+    date, binary or set would never equal what a tool returns, and NaN never equals anything.
+
+    Args:
+        value: Parsed YAML or JSON.
+        plain: Also check keys and leaf types (off for whole documents such as OpenAPI files, whose
+            unused parts may hold YAML dates or integer keys).
+        max_depth: Deepest nesting accepted.
+
+    Returns:
+        One line naming the path of the first problem (``expected[0].args.at: ...``), or None.
+    """
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    walked = 0
+    while stack:
+        node, path, depth = stack.pop()
+        walked += 1
+        if walked > MAX_NODES:
+            return f"more than {MAX_NODES:,} values (YAML aliases expanding?): too large"
+        if depth > max_depth:
+            where = path if len(path) <= 60 else path[:59] + "…"
+            return f"{where}: nested more than {max_depth} levels deep"
+        kind = type(node)  # exact types first: isinstance against the ABCs is slow on big catalogs
+        if kind in _LEAVES:
+            if kind is float and not math.isfinite(node) and plain:
+                return f"{path or 'value'}: {node} is not a finite number"
+            if kind is str and plain and not node.isascii() and _surrogate(node):
+                return f"{path or 'value'}: {short(node)} is not valid Unicode (it holds a lone surrogate)"
+        elif kind is dict or isinstance(node, Mapping):
+            for key, sub in node.items():
+                if plain and type(key) is not str:
+                    return f"{path or 'top level'}: key {short(key)} must be a string (quote it)"
+                if plain and not key.isascii() and _surrogate(key):
+                    return f"{path or 'top level'}: key {short(key)} is not valid Unicode (it holds a lone surrogate)"
+                stack.append((sub, f"{path}.{key}" if path else str(key), depth + 1))
+        elif kind is list or kind is tuple:
+            stack.extend((sub, f"{path}[{i}]", depth + 1) for i, sub in enumerate(node))
+        elif plain and not isinstance(node, str | int | float):  # a str or int subclass reads as its value
+            what = type(node).__name__
+            return f"{path or 'value'}: a YAML {what} ({short(str(node))}) is not JSON data; quote it as a string"
+    return None
+
+
+def parse_problem(exc: BaseException) -> str:
+    """What a JSON or YAML parser's non-syntax error means for the file's author.
+
+    Python refuses integers of more than 4,300 digits (ValueError), json recurses on deep nesting
+    (RecursionError) and YAML's dates can be impossible (ValueError: day is out of range).
+    """
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    text = str(exc)
+    if "integer string conversion" in text:
+        return "a number of more than 4,300 digits"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
+def _surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (an escaped ``ud800`` in JSON): not writable as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 _JSON_TYPES = {

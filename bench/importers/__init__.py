@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.catalog import Catalog, CatalogError, Operation
-from bench.importers.common import read_document
+from bench.importers.common import exists, read_document
 from bench.importers.openapi import import_openapi
 from bench.importers.pycallable import import_callables
 from bench.importers.tools_json import (
@@ -65,8 +65,18 @@ def detect_format(doc: Any, source: str) -> str:
     )
 
 
+def _import(fmt: str, doc: Any, source: str) -> list[Operation]:
+    """Run one importer; a shape it did not foresee is still one error naming the file, never a traceback."""
+    try:
+        return IMPORTERS[fmt](doc, source)
+    except CatalogError:
+        raise
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as exc:
+        raise CatalogError(source, f"malformed {fmt} document ({type(exc).__name__}: {exc})") from None
+
+
 def _default_name(source: str) -> str:
-    stem = Path(source.split(":")[-1] if ":" in source and not Path(source).exists() else source).stem
+    stem = Path(source.split(":")[-1] if ":" in source and not exists(Path(source)) else source).stem
     stem = re.sub(r"[-.]?(swagger|openapi|tools|catalog|mcp)$", "", stem.lower())
     stem = re.sub(r"[-.]\d.*$", "", stem)
     return re.sub(r"[^a-z0-9_]+", "_", stem).strip("_") or "catalog"
@@ -77,16 +87,20 @@ def load_catalog(source: str | Path, fmt: str | None = None, name: str | None = 
     text = str(source)
     if fmt is not None and fmt not in FORMATS:
         raise CatalogError(text, f"unknown catalog format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if not text.strip():
+        raise CatalogError(text, "no catalog given (an empty path)")
     path = Path(text)
     looks_python = re.fullmatch(r"[\w.]+(:\w+)?", text) or re.fullmatch(r".+\.py:\w+", text)
-    if fmt == "python" or (fmt is None and not path.exists() and looks_python):
+    if fmt == "python" or (fmt is None and not exists(path) and looks_python):
         operations = import_callables(text)
         doc_name = None
     else:
         doc = read_document(path)
         fmt = fmt or detect_format(doc, text)
-        operations = IMPORTERS[fmt](doc, text)
+        operations = _import(fmt, doc, text)
         doc_name = doc.get("name") if fmt == "native" and isinstance(doc, Mapping) else None
+        if doc_name is not None and not isinstance(doc_name, str):
+            raise CatalogError(text, f"field 'name' must be a string, got {doc_name!r}")
     if not operations:
         raise CatalogError(text, "the catalog has no operations")
     return Catalog(name=name or doc_name or _default_name(text), operations=tuple(operations), source=text)

@@ -115,9 +115,13 @@ def import_openapi(doc: Any, source: str) -> list[Operation]:
     resolver = _Resolver(doc, source)
     ops: list[Operation] = []
     for path, item in doc["paths"].items():
+        if not isinstance(path, str):
+            raise CatalogError(source, f"path {path!r} must be a string")
         if not isinstance(item, Mapping):
             raise CatalogError(source, f"path {path!r} is not an object")
-        shared = item.get("parameters", [])
+        shared = item.get("parameters") or []
+        if not isinstance(shared, list):
+            raise CatalogError(source, f"path {path!r}: 'parameters' must be a list")
         for method in METHODS:
             spec = item.get(method)
             if spec is None:
@@ -141,9 +145,12 @@ def _operation(
     properties: dict[str, Any] = {}
     required: list[str] = []
     body: Any = None
-    params = resolver.resolve(list(shared) + list(spec.get("parameters", [])), name)
+    own = spec.get("parameters") or []
+    if not isinstance(own, list):
+        raise CatalogError(source, f"{method.upper()} {path}: 'parameters' must be a list", tool=name)
+    params = resolver.resolve(list(shared) + own, name)
     for param in params:
-        if not isinstance(param, Mapping) or "name" not in param:
+        if not isinstance(param, Mapping) or not isinstance(param.get("name"), str):
             raise CatalogError(source, f"a parameter of {method.upper()} {path} has no name", tool=name)
         where = param.get("in")
         if where == "body":
@@ -159,15 +166,20 @@ def _operation(
     if request_body is not None:
         request_body = resolver.resolve(request_body, name)
         content = request_body.get("content", {}) if isinstance(request_body, Mapping) else {}
+        if not isinstance(content, Mapping):
+            raise CatalogError(source, f"{method.upper()} {path}: requestBody.content must be an object", tool=name)
         media: Any = content.get("application/json") or next(iter(content.values()), {})
         body = media.get("schema", {}) if isinstance(media, Mapping) else {}
-        body_required = bool(request_body.get("required"))
+        body_required = isinstance(request_body, Mapping) and bool(request_body.get("required"))
     if body is not None:
         body = _clean(resolver.resolve(body, name))
         body_props = body.get("properties") if isinstance(body, Mapping) else None
         if isinstance(body_props, Mapping) and not (set(body_props) & set(properties)):
             properties.update(body_props)
-            required += [r for r in body.get("required", []) if r in body_props]
+            body_required_names = body.get("required", [])
+            if not isinstance(body_required_names, list):
+                raise CatalogError(source, f"{method.upper()} {path}: body 'required' must be a list", tool=name)
+            required += [r for r in body_required_names if r in body_props]
         else:
             properties["body"] = body
             if body_required:
@@ -178,6 +190,8 @@ def _operation(
     # the summary, then the description, exactly as the document has them (no whitespace trimmed)
     summary = " ".join(str(spec[k]) for k in ("summary", "description") if spec.get(k))
     tags = spec.get("tags") or []
+    if not isinstance(tags, list):
+        raise CatalogError(source, f"{method.upper()} {path}: 'tags' must be a list", tool=name)
     return make_operation(
         name,
         summary or f"{method.upper()} {path}",

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from bench.catalog import CatalogError, Operation
-from bench.importers.common import make_operation
+from bench.importers.common import exists, make_operation
 
 _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?):\s*$")
@@ -138,7 +138,7 @@ def load_module(module_name: str, source: str) -> types.ModuleType:
     """Import a dotted module, or a ``.py`` file by path."""
     if module_name.endswith(".py"):
         path = Path(module_name)
-        if not path.is_file():
+        if not exists(path) or not path.is_file():
             raise CatalogError(source, f"no such file {module_name!r}")
         unique = "surfbench_user_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
         if unique in sys.modules:
@@ -156,7 +156,7 @@ def load_module(module_name: str, source: str) -> types.ModuleType:
         return module
     try:
         return importlib.import_module(module_name)
-    except ImportError as exc:
+    except (ImportError, ValueError, TypeError) as exc:  # ValueError/TypeError: an empty or relative name
         raise CatalogError(source, f"cannot import module {module_name!r}: {exc}") from None
 
 

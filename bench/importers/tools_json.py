@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bench.catalog import CatalogError, Operation
-from bench.importers.common import make_operation, normalise_schema, require_list
+from bench.importers.common import flag, make_operation, normalise_schema, require_list, tool_name
 
 
 def _tools_list(doc: Any, source: str) -> list[Any]:
@@ -25,7 +25,7 @@ def import_openai(doc: Any, source: str) -> list[Operation]:
     for item in _tools_list(doc, source):
         fn = item.get("function", item)
         if not isinstance(fn, Mapping):
-            raise CatalogError(source, "field 'function' must be an object", tool=item.get("name"))
+            raise CatalogError(source, "field 'function' must be an object", tool=tool_name(item.get("name")))
         params = normalise_schema(fn.get("parameters"), source, fn.get("name"))
         ops.append(make_operation(fn.get("name"), fn.get("description"), params, source))
     return ops
@@ -47,7 +47,7 @@ def import_mcp(doc: Any, source: str) -> list[Operation]:
     for t in _tools_list(doc, source):
         notes = t.get("annotations") or {}
         if not isinstance(notes, Mapping):
-            raise CatalogError(source, "field 'annotations' must be an object", tool=t.get("name"))
+            raise CatalogError(source, "field 'annotations' must be an object", tool=tool_name(t.get("name")))
         ops.append(
             make_operation(
                 t.get("name"),
@@ -55,8 +55,8 @@ def import_mcp(doc: Any, source: str) -> list[Operation]:
                 t.get("inputSchema"),
                 source,
                 category=(t.get("_meta") or {}).get("category") if isinstance(t.get("_meta"), Mapping) else None,
-                read_only=bool(notes.get("readOnlyHint", False)),
-                destructive=bool(notes.get("destructiveHint", False)),
+                read_only=flag(notes.get("readOnlyHint"), "annotations.readOnlyHint", source, t.get("name")),
+                destructive=flag(notes.get("destructiveHint"), "annotations.destructiveHint", source, t.get("name")),
             )
         )
     return ops
@@ -79,7 +79,8 @@ def import_bfcl(doc: Any, source: str) -> list[Operation]:
     for fn in docs:
         raw = fn.get("name")
         name = raw.replace(".", "_") if isinstance(raw, str) else raw
-        params = normalise_schema(fn.get("parameters"), source, raw)
+        # BFCL's own data has a blank type (simple_javascript_23) that BFCL reads as any type
+        params = normalise_schema(fn.get("parameters"), source, raw, blank_is_any=True)
         op = make_operation(name, fn.get("description"), params, source)
         if op.name in ops and ops[op.name] != op:
             raise CatalogError(source, "the same name has two different definitions", tool=op.name)
@@ -96,7 +97,8 @@ def import_native(doc: Any, source: str) -> list[Operation]:
     for item in require_list(doc["operations"], source, "operations"):
         unknown = set(item) - allowed
         if unknown:
-            raise CatalogError(source, f"unknown field(s) {sorted(unknown)}", tool=item.get("name"))
+            fields = sorted(map(str, unknown))
+            raise CatalogError(source, f"unknown field(s) {fields}", tool=tool_name(item.get("name")))
         ops.append(
             make_operation(
                 item.get("name"),
@@ -105,8 +107,8 @@ def import_native(doc: Any, source: str) -> list[Operation]:
                 source,
                 category=item.get("category"),
                 weight=item.get("weight", 0.0),
-                read_only=bool(item.get("read_only", False)),
-                destructive=bool(item.get("destructive", False)),
+                read_only=flag(item.get("read_only"), "read_only", source, item.get("name")),
+                destructive=flag(item.get("destructive"), "destructive", source, item.get("name")),
             )
         )
     return ops

@@ -13,7 +13,8 @@ from bench.models.parsing import turn_from_output
 from bench.models.scripted import ScriptedClient
 from bench.models.types import ModelRequest, ModelTurn
 from bench.results import RunStore, load_runs
-from bench.runner import CellSpec, episode_rows, resolve_cell
+from bench.rows import episode_rows
+from bench.runner import CellSpec, resolve_cell
 from bench.scorer import score_episode
 from bench.taxonomy import CORE, check_declared
 from tests.bench.malformed import Sample, corpus
