@@ -43,6 +43,7 @@ from typing import Any, cast
 
 from bench.backend import Backend, CannedBackend
 from bench.catalog import Catalog, CatalogError
+from bench.fields import SuiteError, read_yaml
 from bench.importers import load_catalog
 from bench.importers.common import exists
 from bench.importers.pycallable import load_module
@@ -54,16 +55,15 @@ from bench.suite_checks import (
     SUITE_KEYS,
     TAGS,
     TASK_KEYS,
-    SuiteError,
     check_against_catalog,
-    read_yaml,
     steps_per,
     suite_fields,
     task_fields,
 )
 from bench.validation import closest, parse_problem
 
-__all__ = [  # the field sets and SuiteError live in bench.suite_checks; importers of bench.suite still find them
+# the field sets live in bench.suite_checks, SuiteError in bench.fields; importers of bench.suite still find them
+__all__ = [
     "ANSWER_KEYS", "CALL_KEYS", "SPLITS", "STATE_KEYS", "SUITE_KEYS", "TAGS", "TASK_KEYS", "ExpectedCall",
     "StateCheck", "Suite", "SuiteError", "Task", "load_suite", "load_tasks", "suite_names", "suites_roots",
 ]  # fmt: skip

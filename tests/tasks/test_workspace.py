@@ -75,6 +75,9 @@ def test_reference_solutions_pass_every_task_on_every_surface(surface: str, tmp_
     assert len(episodes) == len(SUITE.tasks)
     failed = episodes[~episodes["success"].astype(bool)]
     assert failed.empty, failed[["task_id", "failures", "error"]].to_string()
+    # each episode reports the peak size of its folder: the seed files at least, within the quota
+    peaks = episodes["disk_peak_bytes"]
+    assert peaks.notna().all() and (peaks > 0).all() and (peaks <= 256 * 1024 * 1024).all(), peaks.describe()
     calls = load_runs([tmp_path / "run"], table="calls")
     assert len(calls) == sum(len(s["run"]) for s in ORACLE.values())
     task_of = dict(zip(episodes["episode_key"], episodes["task_id"], strict=True))
