@@ -3,20 +3,20 @@
 :func:`bench.provenance.load_current` reads a run's episodes as one DataFrame. A part file that is not
 an episodes part (a ``steps`` part copied into ``episodes.parquet/``, a truncated file, a column of the
 wrong type) would otherwise surface later as a TypeError or a NaN somewhere in the statistics, or
-worse, as a number. :func:`check_runs` reads each part's schema (the footer only, not the rows) first
-and refuses with one line naming the part.
+worse, as a number. :func:`check_episode_parts` reads each part's schema (the footer only, not the
+rows) first and refuses with one line naming the part; ``load_current`` calls it for every run it reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
 
-from bench.provenance import REQUIRED_COLUMNS, read_run_info
 from bench.results import ResultsError
 from bench.schema import EPISODE_COLUMNS
+
+REQUIRED_COLUMNS = ("episode_key", "suite", "task_id", "surface", "model", "mode", "success")
 
 
 class ForeignPart(ResultsError):
@@ -68,15 +68,10 @@ def check_part(part: Path) -> None:
         )
 
 
-def check_runs(runs: Sequence[str | Path]) -> None:
-    """Each run has a readable run.json and only episodes parts in its episodes table, else one clear error."""
-    if not runs:
-        raise ResultsError("no run folders given")
-    for run in runs:
-        root = Path(run)
-        read_run_info(root)  # names run.json when it is missing, empty or not surfbench's
-        for part in episode_parts(root):
-            check_part(part)
+def check_episode_parts(run: Path) -> None:
+    """Only episodes parts in the run's episodes table, else one clear error naming the part."""
+    for part in episode_parts(run):
+        check_part(part)
 
 
 def surface_label(name: str, labels: set[str]) -> str:

@@ -37,7 +37,7 @@ from typing import Any
 import yaml
 
 from bench.config import ConfigError
-from bench.evidence import check_runs, surface_label
+from bench.evidence import surface_label
 from bench.metrics import summarize_cell
 from bench.provenance import RunView, load_current
 
@@ -161,6 +161,12 @@ def _hot_ops(suites: set[str], k: int | None) -> set[str] | None:
     return hot
 
 
+def _payload_sizes(surface: Any) -> dict[str, int]:
+    """UTF-8 bytes of the surface's help payload for each operation it has one for."""
+    texts = {op.name: surface.help_payload(op) for op in surface.reachable()}
+    return {name: len(text.encode("utf-8")) for name, text in texts.items() if text is not None}
+
+
 def _help_sizes(view: RunView, candidate: str) -> tuple[dict[str, int], list[str]]:
     """Help payload bytes per operation for the candidate surface, rebuilt from the config the run recorded.
 
@@ -185,10 +191,7 @@ def _help_sizes(view: RunView, candidate: str) -> tuple[dict[str, int], list[str
             )
         surface = build_surface(catalog, str(resolved["kind"]), dict(resolved["params"]), name=str(resolved["name"]))
         used.append(f"{candidate}: kind {resolved['kind']}, params {json.dumps(resolved['params'], sort_keys=True)}")
-        for op in surface.reachable():
-            text = surface.help_payload(op)
-            if text is not None:
-                sizes[op.name] = len(text.encode("utf-8"))
+        sizes.update(_payload_sizes(surface))
     for cell in view.legacy_cells():  # recorded before run.json kept the resolved config: today's file
         if cell.get("surface") != candidate or any(u.startswith(f"{candidate}:") for u in used):
             continue
@@ -198,10 +201,7 @@ def _help_sizes(view: RunView, candidate: str) -> tuple[dict[str, int], list[str
             f"{candidate}: kind {cfg.kind}, params {json.dumps(cfg.params, sort_keys=True)} (today's "
             f"configs/surface/{candidate}.yaml: the run predates recorded configs)"
         )
-        for op in surface.reachable():
-            text = surface.help_payload(op)
-            if text is not None:
-                sizes[op.name] = len(text.encode("utf-8"))
+        sizes.update(_payload_sizes(surface))
     return sizes, used
 
 
@@ -209,7 +209,6 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
     from bench.compare import paired_comparisons
 
     spec = load_criteria(criteria_path)
-    check_runs(runs)  # a foreign or unreadable part is an error naming it, never a number in a verdict
     view = load_current(runs, keep_newest=keep_newest)
     frame = view.frame
     surfaces = {str(s) for s in frame["surface"]}

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.evidence import check_episode_parts
 from bench.results import ResultsError, RunStore, key_stem, load_runs
 
 LABEL_COLUMNS = ("suite", "surface", "model", "mode")
@@ -140,10 +141,10 @@ def load_current(runs: Sequence[str | Path], keep_newest: bool = False) -> RunVi
         root = Path(run)
         info = read_run_info(root)
         infos[str(root)] = info
+        check_episode_parts(root)  # a foreign or unreadable part is an error naming it, never a number
         frame = load_runs([root], source=True)
         if not len(frame):
             continue
-        _require_columns(frame, root)
         frame = _check_duplicates(frame, keep_newest)
         stale = stale_mask(frame, info)
         if stale.any():
@@ -158,18 +159,6 @@ def load_current(runs: Sequence[str | Path], keep_newest: bool = False) -> RunVi
         raise ResultsError(f"no episodes in {', '.join(map(str, runs))}: nothing to report")
     frame = pd.concat(frames, ignore_index=True).drop(columns=["_part_mtime"], errors="ignore")
     return RunView(frame, infos, ignored, notes)
-
-
-REQUIRED_COLUMNS = ("episode_key", "suite", "task_id", "surface", "model", "mode", "success")
-
-
-def _require_columns(frame: Any, run: Path) -> None:
-    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
-    if missing:
-        raise ResultsError(
-            f"{run}/episodes.parquet: column(s) {missing} missing: a part holds another table or was not written "
-            "by surfbench"
-        )
 
 
 def suite_drift(info: dict[str, Any]) -> list[str]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from bench.compare import Paired, paired_comparisons
 from bench.config import ConfigError
-from bench.evidence import check_runs, config_labels, surface_label
+from bench.evidence import config_labels, surface_label
 from bench.metrics import fmt, per_operation, summarize_cell
 from bench.power import PassK, pass_k
 from bench.provenance import load_current
@@ -121,7 +121,6 @@ def collect(
     runs: Sequence[str | Path], baseline: str | None = None, hot_k: int = 15, keep_newest: bool = False
 ) -> ReportData:
     """The report's content over ``runs``; ``baseline`` None: ``full`` when the runs have it."""
-    check_runs(runs)  # a foreign or unreadable part is an error naming it, never a number in a table
     view = load_current(runs, keep_newest=keep_newest)
     frame = view.frame
     baseline, baseline_notes = resolve_baseline({str(s) for s in frame["surface"]}, baseline)

@@ -93,13 +93,13 @@ def json_problem(value: Any, *, plain: bool = True, max_depth: int = MAX_DEPTH) 
         if kind in _LEAVES:
             if kind is float and not math.isfinite(node) and plain:
                 return f"{path or 'value'}: {node} is not a finite number"
-            if kind is str and plain and not node.isascii() and _surrogate(node):
+            if kind is str and plain and not node.isascii() and has_lone_surrogate(node):
                 return f"{path or 'value'}: {short(node)} is not valid Unicode (it holds a lone surrogate)"
         elif kind is dict or isinstance(node, Mapping):
             for key, sub in node.items():
                 if plain and type(key) is not str:
                     return f"{path or 'top level'}: key {short(key)} must be a string (quote it)"
-                if plain and not key.isascii() and _surrogate(key):
+                if plain and not key.isascii() and has_lone_surrogate(key):
                     return f"{path or 'top level'}: key {short(key)} is not valid Unicode (it holds a lone surrogate)"
                 stack.append((sub, f"{path}.{key}" if path else str(key), depth + 1))
         elif kind is list or kind is tuple:
@@ -127,7 +127,7 @@ def parse_problem(exc: BaseException) -> str:
 _LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
-def _surrogate(text: str) -> bool:
+def has_lone_surrogate(text: str) -> bool:
     """Whether ``text`` holds a lone surrogate (an escaped ``ud800`` in JSON): not writable as UTF-8."""
     try:
         text.encode("utf-8")

@@ -36,6 +36,7 @@ from bench.catalog import CatalogError
 from bench.config import ConfigError
 from bench.importers import load_catalog
 from bench.suite import SuiteError, load_suite
+from bench.validation import has_lone_surrogate
 from tests.conftest import ROOT
 
 NOTES = ROOT / "tasks" / "notes_mcp"
@@ -193,7 +194,7 @@ def dump(doc: Any, fmt: str) -> bytes:
     raws: dict[str, str] = {}
 
     def swap(node: Any) -> Any:
-        if isinstance(node, str) and _surrogate(node):  # no emitter writes one: a \\ud800 escape instead
+        if isinstance(node, str) and has_lone_surrogate(node):  # no emitter writes one: a \\ud800 escape instead
             node = Raw(json.dumps(node))
         if isinstance(node, Raw):
             token = f"RAW{len(raws)}TOKEN"
@@ -217,14 +218,6 @@ def dump(doc: Any, fmt: str) -> bytes:
     for token, raw in raws.items():
         text = text.replace(f'"{token}"', raw).replace(token, raw)
     return text.encode("utf-8")
-
-
-def _surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 @pytest.fixture(autouse=True)
@@ -383,28 +376,15 @@ def fuzz_bytes(name: str, edits: list[tuple[str, int, bytes]]) -> None:
     COUNTS["bytes:" + outcome(lambda: load_suite(str(folder)), folder)] += 1
 
 
-def test_fuzz_suite_yaml(capsys):
+@pytest.mark.parametrize(
+    ("kind", "fuzz"),
+    [("suite", fuzz_suite), ("tasks", fuzz_tasks), ("catalog", fuzz_catalog), ("bytes", fuzz_bytes)],
+    ids=["suite_yaml", "task_files", "catalogs", "bytes"],
+)
+def test_fuzz(capsys, kind: str, fuzz):
     started = time.perf_counter()
-    fuzz_suite()
-    report(capsys, "suite", started)
-
-
-def test_fuzz_task_files(capsys):
-    started = time.perf_counter()
-    fuzz_tasks()
-    report(capsys, "tasks", started)
-
-
-def test_fuzz_catalogs(capsys):
-    started = time.perf_counter()
-    fuzz_catalog()
-    report(capsys, "catalog", started)
-
-
-def test_fuzz_bytes(capsys):
-    started = time.perf_counter()
-    fuzz_bytes()
-    report(capsys, "bytes", started)
+    fuzz()
+    report(capsys, kind, started)
 
 
 def test_the_cli_prints_fuzzed_inputs_as_one_line_and_exit_2(tmp_path: Path):
