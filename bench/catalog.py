@@ -18,7 +18,7 @@ from jsonschema import Draft4Validator, Draft7Validator
 from jsonschema.exceptions import best_match
 from jsonschema.validators import validator_for
 
-from bench.validation import json_problem, short
+from surfbench.bench.validation import json_problem, short
 
 JsonSchema = dict[str, Any]
 JSON_TYPES = ("string", "number", "integer", "boolean", "array", "object", "null")
@@ -149,7 +149,7 @@ class Catalog:
         return [self[name] for name in names]
 
     def to_json(self) -> dict[str, Any]:
-        """The native surfbench catalog format (what :func:`bench.importers.load_catalog` reads back)."""
+        """The native surfbench catalog format (what :func:`surfbench.bench.importers.load_catalog` reads back)."""
         return {
             "surfbench_catalog": 1,
             "name": self.name,

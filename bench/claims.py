@@ -3,7 +3,7 @@
 Two ``surfbench run`` processes on one machine, or Ray / joblib workers on several machines sharing
 ``results_dir``, may run the same cell into the same folder. Each episode is *claimed* before it runs:
 
-- **A claim** is ``<run>/.claims/<key stem>.claim`` (:func:`bench.results.key_stem`), created with
+- **A claim** is ``<run>/.claims/<key stem>.claim`` (:func:`surfbench.bench.results.key_stem`), created with
   ``O_CREAT | O_EXCL``: the file system decides atomically who gets it, locally and on NFS (v3 and
   later create exclusively on the server). It holds its owner as JSON: host name, pid namespace, pid,
   the process's start time (``/proc/<pid>/stat``), a random token per :class:`Claims` and the time.
@@ -51,7 +51,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from bench.results import GROUP_MARK, ResultsError, RunStore, key_stem
+from surfbench.bench.results import GROUP_MARK, ResultsError, RunStore, key_stem
 
 LEASE_S = 120.0
 """A claim from another host that nobody touched for this long is expired (its owner refreshes it every

@@ -11,11 +11,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
-from bench.catalog import CatalogError
-from bench.config import ConfigError, group_names, surface_config
-from bench.embedding import EmbeddingModelMissing
-from bench.secrets import redact
-from bench.wire import TokenizerUnavailable
+from surfbench.bench.catalog import CatalogError
+from surfbench.bench.config import ConfigError, group_names, surface_config
+from surfbench.bench.embedding import EmbeddingModelMissing
+from surfbench.bench.secrets import redact
+from surfbench.bench.wire import TokenizerUnavailable
 
 EXIT_USAGE = 2
 DEBUG_ENV = "SURFBENCH_DEBUG"
@@ -70,9 +70,9 @@ def _reading_runs(command: str, runs: Sequence[str], work: Callable[[], T]) -> T
 
 
 def _surfaces(args: argparse.Namespace) -> int:
-    from bench.importers import load_catalog
-    from bench.surface_report import format_table, surface_table, write_rows
-    from surfaces import surface_class
+    from surfbench.bench.importers import load_catalog
+    from surfbench.bench.registry import surface_class
+    from surfbench.bench.surface_report import format_table, surface_table, write_rows
 
     started = time.perf_counter()
     catalog = load_catalog(args.catalog, fmt=args.format, name=args.name)
@@ -106,13 +106,13 @@ def _surfaces(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from bench.sweep import main as sweep_main
+    from surfbench.bench.sweep import main as sweep_main
 
     return sweep_main(args.overrides)
 
 
 def _report(args: argparse.Namespace) -> int:
-    from bench.report import write_report
+    from surfbench.bench.report import write_report
 
     runs = [Path(r) for r in args.runs]
     out = Path(args.out) if args.out else runs[0] / "report"
@@ -124,7 +124,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from bench.gate import format_gate, judge
+    from surfbench.bench.gate import format_gate, judge
 
     result = _reading_runs(
         "gate",
@@ -139,15 +139,15 @@ def _gate(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from bench.power import plan
+    from surfbench.bench.power import plan
 
     print(plan(args.baseline, args.drop, args.paired_discordance).text())
     return 0
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    from bench.provenance import read_run_info
-    from bench.results import migrate_run
+    from surfbench.bench.provenance import read_run_info
+    from surfbench.bench.results import migrate_run
 
     for run in args.runs:
         read_run_info(Path(run))  # a run folder, or one clear error
@@ -156,7 +156,7 @@ def _migrate(args: argparse.Namespace) -> int:
 
 
 def _prune(args: argparse.Namespace) -> int:
-    from bench.provenance import prune
+    from surfbench.bench.provenance import prune
 
     for run in args.runs:
         removed = prune(Path(run))
@@ -165,13 +165,13 @@ def _prune(args: argparse.Namespace) -> int:
 
 
 def _whatif(args: argparse.Namespace) -> int:
-    from bench.whatif import main as whatif_main
+    from surfbench.bench.whatif import main as whatif_main
 
     return whatif_main(args.setting, args.runs, out=args.out, summary_only=args.summary_only)
 
 
 def _models(args: argparse.Namespace) -> int:
-    from bench.models.local import EMBEDDED, is_pulled, model_path, pull
+    from surfbench.bench.models.local import EMBEDDED, is_pulled, model_path, pull
 
     if args.action == "pull":
         if not args.name:
@@ -188,7 +188,7 @@ def _models(args: argparse.Namespace) -> int:
 
 
 def _cache(args: argparse.Namespace) -> int:
-    from bench.models.cache import ResponseCache
+    from surfbench.bench.models.cache import ResponseCache
 
     cache = ResponseCache()
     if args.action == "clear":
@@ -314,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("surfbench: interrupted; finished episodes are saved, re-run the same command to resume", file=sys.stderr)
         return 130
     except BaseException as exc:
-        from bench.models.server import Terminated
+        from surfbench.bench.models.server import Terminated
 
         if isinstance(exc, Terminated):
             print("surfbench: terminated; finished episodes are saved", file=sys.stderr)
@@ -336,8 +336,8 @@ def _named_errors() -> tuple[type[BaseException], ...]:
 
 
 def _runtime_errors() -> tuple[type[BaseException], ...]:
-    from bench.models import ModelError, ModelUnavailable, ServerError
-    from bench.results import ResultsError
+    from surfbench.bench.models import ModelError, ModelUnavailable, ServerError
+    from surfbench.bench.results import ResultsError
 
     return (ModelError, ModelUnavailable, ServerError, ResultsError)
 

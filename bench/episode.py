@@ -2,7 +2,7 @@
 
 Call the model; run its tool calls (in order) through the surface; feed the results back; stop on a
 text-only answer, on ``max_steps``, on a harness error, or (``stop_on_repeat``) when the model is stuck
-sending the same failing output again (:mod:`bench.stuck`). A tool error (rejection, failed
+sending the same failing output again (:mod:`surfbench.bench.stuck`). A tool error (rejection, failed
 operation) goes back to the model as the tool's result; a harness error ends the episode and is
 recorded with its traceback.
 """
@@ -18,15 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bench.backend import Backend, ToolError
-from bench.models.client import ContextOverflow, EndpointRefused
-from bench.models.types import ModelRequest, ModelTurn, ParsedCall
-from bench.records import CallRecord, EpisodeTrace, StepRecord
-from bench.stuck import STUCK_REPEAT, RepeatTracker
-from bench.suite import Task
-from bench.validation import validate_args
-from bench.wire import compact_json, count_tokens, tool_wire_text, utf8_len
-from surfaces.base import Dispatch, Session, ToolCall
+from surfbench.bench.backend import Backend, ToolError
+from surfbench.bench.models.client import ContextOverflow, EndpointRefused
+from surfbench.bench.models.types import ModelRequest, ModelTurn, ParsedCall
+from surfbench.bench.records import CallRecord, EpisodeTrace, StepRecord
+from surfbench.bench.stuck import STUCK_REPEAT, RepeatTracker
+from surfbench.bench.suite import Task
+from surfbench.bench.surface import Dispatch, Session, ToolCall
+from surfbench.bench.validation import validate_args
+from surfbench.bench.wire import compact_json, count_tokens, tool_wire_text, utf8_len
 
 RESULT_CHARS = 4000  # a tool result longer than this is cut (the model sees the cut)
 CONTEXT_OVERFLOW = "context_overflow"

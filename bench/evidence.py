@@ -1,6 +1,6 @@
 """Checks that reports and gates make before they count anything: is this a run, and whose rows are these.
 
-:func:`bench.provenance.load_current` reads a run's episodes as one DataFrame. A part file that is not
+:func:`surfbench.bench.provenance.load_current` reads a run's episodes as one DataFrame. A part file that is not
 an episodes part (a ``steps`` part copied into ``episodes.parquet/``, a truncated file, a column of the
 wrong type) would otherwise surface later as a TypeError or a NaN somewhere in the statistics, or
 worse, as a number. :func:`check_episode_parts` reads each part's schema (the footer only, not the
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from bench.results import ResultsError
-from bench.schema import EPISODE_COLUMNS
+from surfbench.bench.results import ResultsError
+from surfbench.bench.schema import EPISODE_COLUMNS
 
 REQUIRED_COLUMNS = ("episode_key", "suite", "task_id", "surface", "model", "mode", "success")
 

@@ -1,7 +1,7 @@
 """Typed field readers shared by the suite and task checks: one type per field, one-line errors.
 
 A wrong type is named as such (``field 'id' must be a string, got integer 42``), never coerced.
-:mod:`bench.suite_checks` builds on these; this module knows nothing about suites or tasks.
+:mod:`surfbench.bench.suite_checks` builds on these; this module knows nothing about suites or tasks.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any, NoReturn
 
 import yaml
 
-from bench.config import ConfigError
-from bench.validation import closest, json_type_name, parse_problem, short
+from surfbench.bench.config import ConfigError
+from surfbench.bench.validation import closest, json_type_name, parse_problem, short
 
 # libyaml when present: ten times faster on a big task file, and it bounds nesting itself
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.report_data import ReportData, per_op_table
+from surfbench.bench.report_data import ReportData, per_op_table
 
 
 def _plt():  # type: ignore[no-untyped-def]

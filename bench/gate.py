@@ -36,10 +36,10 @@ from typing import Any
 
 import yaml
 
-from bench.config import ConfigError
-from bench.evidence import surface_label
-from bench.metrics import summarize_cell
-from bench.provenance import RunView, load_current
+from surfbench.bench.config import ConfigError
+from surfbench.bench.evidence import surface_label
+from surfbench.bench.metrics import summarize_cell
+from surfbench.bench.provenance import RunView, load_current
 
 KINDS = ("help_bytes_max", "prompt_tokens_ratio_max", "first_try_drop_max", "round_trips_ratio_max", "success_drop_max")
 DROP_KINDS = ("first_try_drop_max", "success_drop_max")
@@ -153,7 +153,7 @@ def _criterion(path: Path, i: int, raw: Any) -> Criterion:
 def _hot_ops(suites: set[str], k: int | None) -> set[str] | None:
     if not k:
         return None
-    from bench.suite import load_suite
+    from surfbench.bench.suite import load_suite
 
     hot: set[str] = set()
     for name in suites:
@@ -173,9 +173,9 @@ def _help_sizes(view: RunView, candidate: str) -> tuple[dict[str, int], list[str
     Returns the sizes and a line per cell saying which surface config was used (the run's, never
     today's file).
     """
-    from bench.config import surface_config
-    from bench.suite import load_suite
-    from surfaces import build_surface
+    from surfbench.bench.config import surface_config
+    from surfbench.bench.registry import build_surface
+    from surfbench.bench.suite import load_suite
 
     sizes: dict[str, int] = {}
     used: list[str] = []
@@ -206,7 +206,7 @@ def _help_sizes(view: RunView, candidate: str) -> tuple[dict[str, int], list[str
 
 
 def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> GateResult:
-    from bench.compare import paired_comparisons
+    from surfbench.bench.compare import paired_comparisons
 
     spec = load_criteria(criteria_path)
     view = load_current(runs, keep_newest=keep_newest)

@@ -69,7 +69,7 @@ def model_identity(cfg: Any, mode: str) -> dict[str, Any]:
     out: dict[str, Any] = {name: getattr(cfg, name, None) for name in MODEL_IDENTITY_FIELDS}
     out["mode"] = mode
     if cfg.provider == "local" and cfg.embedded:
-        from bench.models.local import embedded
+        from surfbench.bench.models.local import embedded
 
         out["embedded"] = {"name": cfg.embedded, "sha256": embedded(cfg.embedded).sha256}
     return out

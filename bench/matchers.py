@@ -1,4 +1,4 @@
-"""BFCL-style argument matchers (their failures carry the error types of :mod:`bench.taxonomy`).
+"""BFCL-style argument matchers (their failures carry the error types of :mod:`surfbench.bench.taxonomy`).
 
 A matcher for one argument is:
 

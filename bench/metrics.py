@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bench.scorer import is_context_overflow
+from surfbench.bench.scorer import is_context_overflow
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from bench.config import ConfigError, config_dir
+from surfbench.bench.config import ConfigError, config_dir
 
 SPLITS = ("dev", "test", "all")
 MODES = ("native", "prompted")
@@ -141,7 +141,7 @@ def run_settings(cfg: Any) -> RunSettings:
     """Every top-level setting of a composed ``surfbench run`` config, checked; see the module docstring."""
     from omegaconf import OmegaConf
 
-    from bench.stuck import stop_setting
+    from surfbench.bench.stuck import stop_setting
 
     check_keys(cfg)
     split = _choice(cfg, "split", "dev", SPLITS)

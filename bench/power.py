@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bench.metrics import wilson
+from surfbench.bench.metrics import wilson
 
 Z_ALPHA = 1.959963984540054  # two-sided 5%
 Z_POWER = 0.8416212335729143  # 80% power

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from bench.runner import Cell, ProgressFn
+from surfbench.bench.runner import Cell, ProgressFn
 
 
 def _eta(seconds: float) -> str:

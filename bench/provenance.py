@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.evidence import check_episode_parts
-from bench.results import ResultsError, RunStore, key_stem, load_runs
+from surfbench.bench.evidence import check_episode_parts
+from surfbench.bench.results import ResultsError, RunStore, key_stem, load_runs
 
 LABEL_COLUMNS = ("suite", "surface", "model", "mode")
 
@@ -163,8 +163,8 @@ def load_current(runs: Sequence[str | Path], keep_newest: bool = False) -> RunVi
 
 def suite_drift(info: dict[str, Any]) -> list[str]:
     """Notes naming suite files that changed since the run (the report still reads what the run recorded)."""
-    from bench.config import ConfigError
-    from bench.suite import load_suite
+    from surfbench.bench.config import ConfigError
+    from surfbench.bench.suite import load_suite
 
     notes = []
     seen: set[str] = set()

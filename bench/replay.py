@@ -3,7 +3,7 @@
 A run keeps every step and tool call but not the backend state: the state after a cut is recomputed
 by replaying the kept calls that reached the backend (``kind == "operation"``) on a fresh backend
 for the task, which suites make deterministic. Cutting after step ``cut`` gives exactly the trace the
-loop would have left had it stopped there (:mod:`bench.stuck`): the same steps and calls, no final
+loop would have left had it stopped there (:mod:`surfbench.bench.stuck`): the same steps and calls, no final
 answer, no later user turn, and no harness error (a recorded error happened after the last recorded
 step, so after any cut).
 
@@ -21,12 +21,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from bench.backend import ToolError
-from bench.records import CallRecord, EpisodeTrace, StepRecord
-from bench.results import load_runs
-from bench.scorer import EpisodeScore, score_episode
-from bench.stuck import STUCK_REPEAT
-from bench.suite import Suite, SuiteError, Task, load_suite
+from surfbench.bench.backend import ToolError
+from surfbench.bench.records import CallRecord, EpisodeTrace, StepRecord
+from surfbench.bench.results import load_runs
+from surfbench.bench.scorer import EpisodeScore, score_episode
+from surfbench.bench.stuck import STUCK_REPEAT
+from surfbench.bench.suite import Suite, SuiteError, Task, load_suite
 
 SELF_CHECK_FIELDS = (
     "success", "expected_calls", "first_try_correct", "selection_correct", "calls_ok", "state_ok", "answer_ok",

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.figures import draw_all
-from bench.report_data import (
+from surfbench.bench.figures import draw_all
+from surfbench.bench.report_data import (
     CELL_HEAD,
     PAIRED_HEAD,
     PASS_K_HEAD,
@@ -119,7 +119,7 @@ def write_report(
     """Write report.md, report.html and the figures; return the two report paths.
 
     ``baseline``: the surface to pair against; None: ``full`` when the runs have it (see
-    :func:`bench.report_data.resolve_baseline`). The runs are read and checked before anything is written.
+    :func:`surfbench.bench.report_data.resolve_baseline`). The runs are read and checked before anything is written.
     """
     data = collect(runs, baseline, keep_newest=keep_newest)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,7 @@
 """The report's content as data, and the tables built from it.
 
-Cells, paired comparisons, per-operation accuracy and error types; rendered by :mod:`bench.report`
-(markdown, HTML) and :mod:`bench.figures`.
+Cells, paired comparisons, per-operation accuracy and error types; rendered by :mod:`surfbench.bench.report`
+(markdown, HTML) and :mod:`surfbench.bench.figures`.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.compare import Paired, paired_comparisons
-from bench.config import ConfigError
-from bench.evidence import config_labels, surface_label
-from bench.metrics import fmt, per_operation, summarize_cell
-from bench.power import PassK, pass_k
-from bench.provenance import load_current
+from surfbench.bench.compare import Paired, paired_comparisons
+from surfbench.bench.config import ConfigError
+from surfbench.bench.evidence import config_labels, surface_label
+from surfbench.bench.metrics import fmt, per_operation, summarize_cell
+from surfbench.bench.power import PassK, pass_k
+from surfbench.bench.provenance import load_current
 
 CELL_KEYS = ["suite", "surface", "surface_kind", "model", "params_b", "mode"]
 KIND_ORDER = {"full": 0, "core": 1, "dispatcher": 2, "lazy": 3, "search": 4, "preselect": 5}
@@ -129,7 +129,7 @@ def collect(
     hot: set[str] = set()
     scripted = any(c.get("provider") == "scripted" for info in view.infos.values() for c in info["cells"])
     if len(frame):
-        from bench.suite import load_suite
+        from surfbench.bench.suite import load_suite
 
         for suite_name in sorted(set(frame["suite"])):
             ranked = [op.name for op in load_suite(suite_name).catalog.by_weight()]

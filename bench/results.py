@@ -5,7 +5,7 @@ Tables are parquet *datasets* (folders of part files): ``episodes.parquet/``, ``
 An episode's ``episodes`` part is written last: it is the commit marker. A killed run loses at most
 the episodes in flight; a re-run skips every committed episode and rewrites (same file names) the
 parts of any half-written one, so nothing is ever duplicated. Several processes may run into one
-folder at once: each claims an episode before running it (``bench.claims``).
+folder at once: each claims an episode before running it (``surfbench.bench.claims``).
 
 ``load_runs(...)`` is the stable interface for notebooks and reports.
 """
@@ -27,9 +27,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.schema import table_from_rows
-from bench.secrets import redact
-from bench.wire import valid_utf8
+from surfbench.bench.schema import table_from_rows
+from surfbench.bench.secrets import redact
+from surfbench.bench.wire import valid_utf8
 
 TABLES = ("episodes", "steps", "calls")
 
@@ -316,7 +316,7 @@ def migrate_run(root: Path) -> int:
     """
     import pyarrow.parquet as pq
 
-    from bench.schema import SCHEMAS, conform
+    from surfbench.bench.schema import SCHEMAS, conform
 
     changed = 0
     for table in TABLES:

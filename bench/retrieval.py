@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from bench.catalog import Operation
+from surfbench.bench.catalog import Operation
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -101,10 +101,10 @@ class BM25:
 
 
 class Embeddings:
-    """Cosine similarity of sentence embeddings (all-MiniLM-L6-v2, see :mod:`bench.embedding`)."""
+    """Cosine similarity of sentence embeddings (all-MiniLM-L6-v2, see :mod:`surfbench.bench.embedding`)."""
 
     def __init__(self, ops: Sequence[Operation]) -> None:
-        from bench.embedding import MiniLM
+        from surfbench.bench.embedding import MiniLM
 
         self.model = MiniLM.shared()
         self.names = [op.name for op in ops]

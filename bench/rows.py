@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from bench.records import EpisodeTrace
-from bench.scorer import EpisodeScore
-from bench.stuck import scan as scan_repeats
-from bench.suite import Task
+from surfbench.bench.records import EpisodeTrace
+from surfbench.bench.scorer import EpisodeScore
+from surfbench.bench.stuck import scan as scan_repeats
+from surfbench.bench.suite import Task
 
 if TYPE_CHECKING:  # the runner builds cells and imports this module, not the other way round
-    from bench.runner import Cell
+    from surfbench.bench.runner import Cell
 
 
 def _mean(values: Sequence[float | int | None]) -> float | None:

@@ -7,19 +7,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bench.claims import Claims, retake_errored
-from bench.config import ConfigError, SurfaceConfig, read_group_config, surface_config
-from bench.episode import Complete, LoopSettings, run_episode, transcript_lines
-from bench.identity import MODEL_IDENTITY_FIELDS, CellIdentity, canonical_hash, label, model_identity, task_hash
-from bench.identity import episode_key as make_episode_key
-from bench.models import ModelConfig, ModelPool, model_config
-from bench.records import EpisodeTrace
-from bench.results import RunStore
-from bench.rows import episode_rows
-from bench.scorer import score_episode
-from bench.suite import Suite, Task, load_suite
-from bench.taxonomy import check_declared
-from surfaces import Surface, build_surface
+from surfbench.bench.claims import Claims, retake_errored
+from surfbench.bench.config import ConfigError, SurfaceConfig, read_group_config, surface_config
+from surfbench.bench.episode import Complete, LoopSettings, run_episode, transcript_lines
+from surfbench.bench.identity import (
+    MODEL_IDENTITY_FIELDS,
+    CellIdentity,
+    canonical_hash,
+    label,
+    model_identity,
+    task_hash,
+)
+from surfbench.bench.identity import episode_key as make_episode_key
+from surfbench.bench.models import ModelConfig, ModelPool, model_config
+from surfbench.bench.records import EpisodeTrace
+from surfbench.bench.registry import build_surface
+from surfbench.bench.results import RunStore
+from surfbench.bench.rows import episode_rows
+from surfbench.bench.scorer import score_episode
+from surfbench.bench.suite import Suite, Task, load_suite
+from surfbench.bench.surface import Surface
+from surfbench.bench.taxonomy import check_declared
 
 
 @dataclass(frozen=True)
@@ -271,7 +279,7 @@ def run_cell(
 ) -> list[dict[str, Any]]:
     """Run every (task, repeat) of the cell not already in the store; return the episode rows run here.
 
-    Other processes may run the same cell into the same folder at once (``bench.claims``): each episode
+    Other processes may run the same cell into the same folder at once (``surfbench.bench.claims``): each episode
     is claimed before it runs, so they split the work and none runs twice. Episodes another live process
     holds are skipped, then waited for at the end, so that the cell's summary counts every one.
     """

@@ -3,7 +3,7 @@
 A part whose rows all lack a value would otherwise be typed ``null`` by inference, and readers that
 take a run folder as one dataset (``pandas.read_parquet``, DuckDB) refuse to merge it with a part that
 has strings there. Steps and calls derive their columns from their record dataclasses
-(:class:`bench.records.StepRecord`, :class:`bench.records.CallRecord`); episodes list theirs here. A
+(:class:`surfbench.bench.records.StepRecord`, :class:`surfbench.bench.records.CallRecord`); episodes list theirs here. A
 row with a column the schema does not declare is a harness error (a test writes every suite's rows).
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from bench.records import CallRecord, StepRecord
+from surfbench.bench.records import CallRecord, StepRecord
 
 S, INT, F, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
 

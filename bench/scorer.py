@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.catalog import Catalog
-from bench.matchers import Mismatch, match_object, match_value, scalar_equal
-from bench.records import CallRecord, EpisodeTrace
-from bench.suite import ExpectedCall, StateCheck, Task
+from surfbench.bench.catalog import Catalog
+from surfbench.bench.matchers import Mismatch, match_object, match_value, scalar_equal
+from surfbench.bench.records import CallRecord, EpisodeTrace
+from surfbench.bench.suite import ExpectedCall, StateCheck, Task
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.config import ConfigError
-from bench.records import CallRecord, StepRecord
+from surfbench.bench.config import ConfigError
+from surfbench.bench.records import CallRecord, StepRecord
 
 STUCK_REPEAT = "stuck_repeat"
 """Error type (and ``EpisodeTrace.stopped`` value) of an episode ended by ``stop_on_repeat``."""

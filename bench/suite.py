@@ -32,22 +32,24 @@ A task::
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import inspect
 import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from importlib import metadata
 from pathlib import Path
 from typing import Any, cast
 
-from bench.backend import Backend, CannedBackend
-from bench.catalog import Catalog, CatalogError
-from bench.fields import SuiteError, read_yaml
-from bench.importers import load_catalog
-from bench.importers.common import exists
-from bench.importers.pycallable import load_module
-from bench.suite_checks import (
+from surfbench.bench.backend import Backend, CannedBackend
+from surfbench.bench.catalog import Catalog, CatalogError
+from surfbench.bench.fields import SuiteError, read_yaml
+from surfbench.bench.importers import load_catalog
+from surfbench.bench.importers.common import exists
+from surfbench.bench.importers.pycallable import load_module
+from surfbench.bench.suite_checks import (
     ANSWER_KEYS,
     CALL_KEYS,
     SPLITS,
@@ -60,7 +62,7 @@ from bench.suite_checks import (
     suite_fields,
     task_fields,
 )
-from bench.validation import closest, parse_problem
+from surfbench.bench.validation import closest, parse_problem
 
 # the field sets live in bench.suite_checks, SuiteError in bench.fields; importers of bench.suite still find them
 __all__ = [
@@ -228,13 +230,38 @@ class Suite:
 
 
 def suites_roots() -> list[Path]:
-    """Where suites are looked up by name: folders in ``SURFBENCH_SUITES`` (``:``-separated), then ``tasks/``."""
+    """Folders searched for suites by name: ``SURFBENCH_SUITES`` (``:``-separated), then the shipped ``tasks/``."""
     extra = [Path(p) for p in os.environ.get("SURFBENCH_SUITES", "").split(os.pathsep) if p]
     return [*extra, Path(__file__).resolve().parent.parent / "tasks"]
 
 
+def _entry_point_suites() -> dict[str, Path]:
+    """Suites other installed packages declare: entry points ``surfbench.suites``, name = a package folder."""
+    found: dict[str, Path] = {}
+    for point in metadata.entry_points(group="surfbench.suites"):
+        spec = importlib.util.find_spec(point.value)
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        if locations and (Path(locations[0]) / "suite.yaml").is_file():
+            found.setdefault(point.name, Path(locations[0]).resolve())
+    return found
+
+
+def suite_folders() -> dict[str, Path]:
+    """Every suite by name: ``SURFBENCH_SUITES`` first, then entry points, then ``tasks/``; the first wins."""
+    folders: dict[str, Path] = {}
+    roots = suites_roots()
+    for root in roots[:-1]:
+        for path in sorted(root.glob("*/suite.yaml")):
+            folders.setdefault(path.parent.name, path.parent)
+    for name, folder in _entry_point_suites().items():
+        folders.setdefault(name, folder)
+    for path in sorted(roots[-1].glob("*/suite.yaml")):
+        folders.setdefault(path.parent.name, path.parent)
+    return folders
+
+
 def suite_names() -> list[str]:
-    return sorted({p.parent.name for root in suites_roots() for p in root.glob("*/suite.yaml")})
+    return sorted(suite_folders())
 
 
 def _resolve(folder: Path, spec: str) -> str:
@@ -253,8 +280,7 @@ def load_suite(name_or_path: str) -> Suite:
         name_or_path, _, variant = name_or_path.partition(":")
     folder = Path(name_or_path)
     if not (folder / "suite.yaml").is_file():
-        found = [root / name_or_path for root in suites_roots() if (root / name_or_path / "suite.yaml").is_file()]
-        folder = found[0] if found else suites_roots()[-1] / name_or_path
+        folder = suite_folders().get(name_or_path, suites_roots()[-1] / name_or_path)
     path = folder / "suite.yaml"
     if not path.is_file():
         near = closest(name_or_path, suite_names())

@@ -3,7 +3,7 @@
 A wrong type is named as such (``field 'id' must be a string, got integer 42``), never coerced: a
 string where a list belongs would be read character by character, ``"yes"`` where a boolean belongs
 is truthy, and a YAML date never equals the string a tool returns. Regular expressions compile here,
-at load, not when the first episode is scored. :mod:`bench.suite` builds its dataclasses from what
+at load, not when the first episode is scored. :mod:`surfbench.bench.suite` builds its dataclasses from what
 these functions return; this module imports nothing from it.
 """
 
@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.catalog import Catalog
-from bench.fields import _fail, _got, boolean, items, mapping, no_unknown, strings, text
-from bench.matchers import is_operator
-from bench.validation import closest, json_problem, short
+from surfbench.bench.catalog import Catalog
+from surfbench.bench.fields import _fail, _got, boolean, items, mapping, no_unknown, strings, text
+from surfbench.bench.matchers import is_operator
+from surfbench.bench.validation import closest, json_problem, short
 
 SUITE_KEYS = {
     "name", "description", "catalog", "catalog_format", "backend", "system_prompt", "max_steps", "steps_per", "tasks",
@@ -64,7 +64,7 @@ def backend_options(value: Any, where: str) -> dict[str, Any]:
 
 def error_types(value: Any, where: str) -> dict[str, str]:
     """The suite's own error types: a list of names, or names mapped to what each means."""
-    from bench.taxonomy import CORE
+    from surfbench.bench.taxonomy import CORE
 
     if value is None:
         return {}

@@ -17,10 +17,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench.catalog import Catalog
-from bench.config import SurfaceConfig
-from bench.wire import count_tokens, preload_encodings, tool_wire_text, utf8_len
-from surfaces import Surface, build_surface
+from surfbench.bench.catalog import Catalog
+from surfbench.bench.config import SurfaceConfig
+from surfbench.bench.registry import build_surface
+from surfbench.bench.surface import Surface
+from surfbench.bench.wire import count_tokens, preload_encodings, tool_wire_text, utf8_len
 
 HELP_BUDGET_BYTES = 1536
 PROBES = 24  # request-dependent surfaces are measured as the mean over this many probe requests

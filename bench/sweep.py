@@ -19,15 +19,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.config import config_dir
-from bench.secrets import redact
+from surfbench.bench.config import config_dir
+from surfbench.bench.secrets import redact
 
 _POOL: Any = None  # one ModelPool per process: sequential cells reuse a model's server
 
 
 def _pool(no_cache: bool) -> Any:
-    from bench.models import ModelPool
-    from bench.models.cache import ResponseCache
+    from surfbench.bench.models import ModelPool
+    from surfbench.bench.models.cache import ResponseCache
 
     global _POOL
     if _POOL is None:
@@ -48,7 +48,7 @@ def _options(node: Any) -> dict[str, Any]:
     """``backend_options`` as Hydra composed it: a mapping of option names, or an error naming it."""
     from omegaconf import OmegaConf
 
-    from bench.config import ConfigError
+    from surfbench.bench.config import ConfigError
 
     value = OmegaConf.to_container(node, resolve=True) if node is not None and OmegaConf.is_config(node) else node
     if value is None:
@@ -60,11 +60,11 @@ def _options(node: Any) -> dict[str, Any]:
 
 def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]:
     """Run the cell a Hydra job describes; return its summary (what ``surfbench run`` prints)."""
-    from bench.metrics import format_summary, summarize_cell
-    from bench.overrides import run_settings
-    from bench.progress import make_progress
-    from bench.results import RunStore, environment_info, load_runs, safe_name
-    from bench.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.metrics import format_summary, summarize_cell
+    from surfbench.bench.overrides import run_settings
+    from surfbench.bench.progress import make_progress
+    from surfbench.bench.results import RunStore, environment_info, load_runs, safe_name
+    from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
 
     # every top-level override checked strictly (limit=1.5, no_cache=maybe, +foo=1 are errors naming
     # the override), before the pool, the store or run.json exist
@@ -142,9 +142,9 @@ def main(overrides: Sequence[str]) -> int:
     from hydra.types import RunMode
     from omegaconf import DictConfig
 
-    from bench.config import ConfigError
-    from bench.models.server import install_signal_handlers
-    from bench.secrets import register_overrides
+    from surfbench.bench.config import ConfigError
+    from surfbench.bench.models.server import install_signal_handlers
+    from surfbench.bench.secrets import register_overrides
 
     register_overrides(overrides)  # first: Hydra's errors and its sweep launch lines quote overrides
     problem = _results_dir_problem(overrides)
@@ -300,9 +300,9 @@ def _mark_failure(text: str) -> None:
 
 
 def _user_error(exc: Exception) -> bool:
-    from bench.catalog import CatalogError
-    from bench.config import ConfigError
-    from bench.models import ModelError, ModelUnavailable, ServerError
-    from bench.results import ResultsError
+    from surfbench.bench.catalog import CatalogError
+    from surfbench.bench.config import ConfigError
+    from surfbench.bench.models import ModelError, ModelUnavailable, ServerError
+    from surfbench.bench.results import ResultsError
 
     return isinstance(exc, CatalogError | ConfigError | ModelError | ModelUnavailable | ServerError | ResultsError)

@@ -1,9 +1,9 @@
 """``surfbench whatif stop_on_repeat=K RUN...``: what early stop would have done to recorded runs.
 
-Steps after the K-th consecutive repeat (:mod:`bench.stuck`) only matter if the model leaves the loop,
+Steps after the K-th consecutive repeat (:mod:`surfbench.bench.stuck`) only matter if the model leaves the loop,
 so the effect of ``stop_on_repeat=K`` on a run is computed exactly, without a model: each recorded
 episode is cut after the step where its run of repeats reaches K, its backend state is replayed from
-the kept calls, and it is scored again (:mod:`bench.replay`). "Before" is the same replay without a
+the kept calls, and it is scored again (:mod:`surfbench.bench.replay`). "Before" is the same replay without a
 cut, so that a before/after difference comes from the cut alone; it is checked against the recorded
 scores (the self-check). Per cell it reports the model time saved and every metric before and after,
 with a paired bootstrap interval of the difference, and lists the episodes whose outcome changes:
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.config import ConfigError
-from bench.metrics import METRICS, fmt, summarize_cell
-from bench.replay import RecordedEpisode, Rescored, Suites, group_by_cell, load_episodes, rescore, self_check
-from bench.stuck import RepeatTracker, scan, step_output
+from surfbench.bench.config import ConfigError
+from surfbench.bench.metrics import METRICS, fmt, summarize_cell
+from surfbench.bench.replay import RecordedEpisode, Rescored, Suites, group_by_cell, load_episodes, rescore, self_check
+from surfbench.bench.stuck import RepeatTracker, scan, step_output
 
 BOOTSTRAP_ROUNDS = 2000
 
@@ -128,7 +128,7 @@ def _mean(values: Sequence[float | int | None]) -> float | None:
 
 
 def summary_row(r: Rescored) -> dict[str, Any]:
-    """The episode's columns that :func:`bench.metrics.summarize_cell` reads."""
+    """The episode's columns that :func:`surfbench.bench.metrics.summarize_cell` reads."""
     s, steps = r.score, r.trace.steps
     stuck = scan(steps, r.trace.calls)
     return {

@@ -26,7 +26,7 @@ MODEL = "qwen2.5-coder-0.5b-instruct"
 def run(results: Path, cache: Path, limit: int) -> float:
     env = {**os.environ, "SURFBENCH_CACHE": str(cache)}
     cmd = [
-        sys.executable, "-m", "bench.cli", "run", "suite=forge", "split=dev", "surface=core", f"model={MODEL}",
+        sys.executable, "-m", "surfbench", "run", "suite=forge", "split=dev", "surface=core", f"model={MODEL}",
         f"limit={limit}", f"results_dir={results}", "run=cache-bench",
     ]  # fmt: skip
     start = time.perf_counter()
@@ -36,7 +36,7 @@ def run(results: Path, cache: Path, limit: int) -> float:
 
 def main(argv: list[str]) -> int:
     limit = int(argv[0]) if argv else 6
-    from bench.paths import cache_root
+    from surfbench.bench.paths import cache_root
 
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "cache"

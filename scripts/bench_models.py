@@ -22,11 +22,11 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.models import ModelPool, model_config
-from bench.models.local import EMBEDDED, is_pulled
-from bench.models.types import ModelRequest
-from bench.suite import load_suite
-from surfaces import build_surface
+from surfbench.bench.models import ModelPool, model_config
+from surfbench.bench.models.local import EMBEDDED, is_pulled
+from surfbench.bench.models.types import ModelRequest
+from surfbench.bench.suite import load_suite
+from surfbench.surfaces import build_surface
 
 ROOT = Path(__file__).resolve().parent.parent
 FILLER = " ".join(f"item{i} is a line of filler text for the prompt-speed probe." for i in range(90))
@@ -43,7 +43,7 @@ def generation_rate(api_base: str, name: str) -> tuple[float, int]:
 
     A raw completion (no chat template), so that a base model continues the text as well.
     """
-    from bench.models.client import litellm_module
+    from surfbench.bench.models.client import litellm_module
 
     litellm = litellm_module()
     prompt = f"[{uuid.uuid4().hex[:8]}] " + ", ".join(str(i) for i in range(1, 40)) + ","

@@ -41,8 +41,8 @@ MODEL = "qwen2.5-coder-0.5b-instruct"
 
 def first_request(cell, task, max_tokens: int | None = None):  # noqa: ANN001, ANN201
     """The first request of the task's episode, as the episode loop builds it."""
-    from bench.episode import system_text
-    from bench.models.types import ModelRequest
+    from surfbench.bench.episode import system_text
+    from surfbench.bench.models.types import ModelRequest
 
     session = cell.surface_for(task).session(task.turns[0])
     system = system_text(cell.suite.system_prompt, session.system_text())
@@ -60,7 +60,7 @@ def first_request(cell, task, max_tokens: int | None = None):  # noqa: ANN001, A
 
 def first_prompt(cell, task) -> str:  # noqa: ANN001
     """The first request's prompt as the server sees it (the default model's prompted mode)."""
-    from bench.models.prompting import prompted_messages
+    from surfbench.bench.models.prompting import prompted_messages
 
     request = first_request(cell, task)
     rendered = prompted_messages(request.messages, request.tools, cell.model_cfg.prompt_format or "hermes")
@@ -73,7 +73,7 @@ def prefill_chars(prompts: list[str]) -> list[int]:
 
 
 def prefill_work(surface: str, repeats: int) -> dict:
-    from bench.runner import CellSpec, episode_order, resolve_cell
+    from surfbench.bench.runner import CellSpec, episode_order, resolve_cell
 
     out: dict = {"surface": surface, "repeats": repeats}
     for order in ("naive", "cache"):
@@ -90,7 +90,7 @@ SWEEP = ("full", "core")
 
 
 def sweep_cells() -> dict:
-    from bench.runner import CellSpec, resolve_cell
+    from surfbench.bench.runner import CellSpec, resolve_cell
 
     return {s: resolve_cell(CellSpec("forge", s, MODEL, split="dev")) for s in SWEEP}
 
@@ -124,8 +124,8 @@ def sweep_prefill() -> dict:
 
 def timed_sweep(n: int) -> dict:
     """On the real server: the same first requests (prefill only, max_tokens=1) in both schedules."""
-    from bench.models import ModelPool, model_config
-    from bench.models.types import ModelRequest
+    from surfbench.bench.models import ModelPool, model_config
+    from surfbench.bench.models.types import ModelRequest
 
     cells = sweep_cells()
     requests = {s: [first_request(c, t, max_tokens=1) for t in c.tasks[:n]] for s, c in cells.items()}
@@ -157,7 +157,7 @@ def timed(surface: str, limit: int, repeats: int) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         for order in ("naive", "cache"):
             cmd = [
-                sys.executable, "-m", "bench.cli", "run", "suite=forge", "split=dev", f"surface={surface}",
+                sys.executable, "-m", "surfbench", "run", "suite=forge", "split=dev", f"surface={surface}",
                 f"model={MODEL}", f"limit={limit}", f"repeats={repeats}", f"order={order}", "no_cache=true",
                 f"results_dir={tmp}", f"run={order}", "progress=plain",
             ]  # fmt: skip

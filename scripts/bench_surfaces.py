@@ -60,7 +60,7 @@ def run_cli(catalog: Path, cache: Path, extra: list[str]) -> float:
     env = {**os.environ, "SURFBENCH_CACHE": str(cache)}
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "bench.cli", "surfaces", "--catalog", str(catalog), *extra],
+        [sys.executable, "-m", "surfbench", "surfaces", "--catalog", str(catalog), *extra],
         check=True, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     return time.perf_counter() - start

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tasks.bfcl.agreement import summary, verdicts  # noqa: E402
+from surfbench.tasks.bfcl.agreement import summary, verdicts  # noqa: E402
 
 CATEGORIES = (
     "simple_python", "multiple", "parallel", "parallel_multiple", "live_simple", "live_multiple", "irrelevance",
@@ -26,10 +26,10 @@ CATEGORIES = (
 
 def oracle_runs(root: Path) -> list[Path]:
     """BFCL's ground truth replayed on `full`, one run folder per category; prints the entries solved."""
-    from bench.models import ModelPool
-    from bench.models.scripted import OracleClient
-    from bench.results import RunStore, load_runs
-    from bench.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.models import ModelPool
+    from surfbench.bench.models.scripted import OracleClient
+    from surfbench.bench.results import RunStore, load_runs
+    from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
 
     folders, solved, total = [], 0, 0
     for category in (*CATEGORIES, "multi_turn_base"):

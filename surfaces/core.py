@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from bench.catalog import Operation
-from surfaces import register
-from surfaces.base import MetaHandler, Surface, ToolSpec, typed_tool
-from surfaces.dispatcher import Dispatcher, tool_prefix
+from surfbench.bench.catalog import Operation
+from surfbench.bench.surface import MetaHandler, Surface, ToolSpec, typed_tool
+from surfbench.surfaces import register
+from surfbench.surfaces.dispatcher import Dispatcher, tool_prefix
 
 
 @register

@@ -12,10 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bench.catalog import Operation
-from bench.validation import closest, short
-from surfaces import register
-from surfaces.base import (
+from surfbench.bench.catalog import Operation
+from surfbench.bench.surface import (
     BAD_META_CALL,
     UNKNOWN_OPERATION,
     Dispatch,
@@ -27,7 +25,9 @@ from surfaces.base import (
     coerce_args,
     help_text,
 )
-from surfaces.listing import LISTINGS, render_listing
+from surfbench.bench.validation import closest, short
+from surfbench.surfaces import register
+from surfbench.surfaces.listing import LISTINGS, render_listing
 
 
 def tool_prefix(catalog_name: str) -> str:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from surfaces import register
-from surfaces._exec import FILE_OPS, RUN_STEPS, bash_handler, bash_tool, require_ops
-from surfaces.base import MetaHandler, Surface, ToolSpec, typed_tool
+from surfbench.bench.surface import MetaHandler, Surface, ToolSpec, typed_tool
+from surfbench.surfaces import register
+from surfbench.surfaces._exec import FILE_OPS, RUN_STEPS, bash_handler, bash_tool, require_ops
 
 
 @register

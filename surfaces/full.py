@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from surfaces import register
-from surfaces.base import Surface, ToolSpec, typed_tool
+from surfbench.bench.surface import Surface, ToolSpec, typed_tool
+from surfbench.surfaces import register
 
 
 @register

@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bench.validation import closest, short
-from surfaces import register
-from surfaces.base import (
+from surfbench.bench.surface import (
     BAD_META_CALL,
     NOT_LOADED,
     Dispatch,
@@ -24,7 +22,9 @@ from surfaces.base import (
     coerce_args,
     typed_tool,
 )
-from surfaces.listing import render_listing
+from surfbench.bench.validation import closest, short
+from surfbench.surfaces import register
+from surfbench.surfaces.listing import render_listing
 
 LOADER = "load_tools"
 

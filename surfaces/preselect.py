@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bench.retrieval import Hit, make_retriever
-from surfaces import register
-from surfaces.base import Session, Surface, ToolSpec, typed_tool
+from surfbench.bench.retrieval import Hit, make_retriever
+from surfbench.bench.surface import Session, Surface, ToolSpec, typed_tool
+from surfbench.surfaces import register
 
 
 class PreselectSession(Session):

@@ -9,11 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bench.retrieval import make_retriever
-from bench.validation import short
-from bench.wire import compact_json
-from surfaces import register
-from surfaces.base import (
+from surfbench.bench.retrieval import make_retriever
+from surfbench.bench.surface import (
     BAD_META_CALL,
     Dispatch,
     MetaHandler,
@@ -23,7 +20,10 @@ from surfaces.base import (
     ToolSpec,
     coerce_args,
 )
-from surfaces.lazy import LazySession
+from surfbench.bench.validation import short
+from surfbench.bench.wire import compact_json
+from surfbench.surfaces import register
+from surfbench.surfaces.lazy import LazySession
 
 SEARCH = "search_tools"
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from bench.catalog import Operation
-from surfaces import register
-from surfaces._exec import (
+from surfbench.bench.catalog import Operation
+from surfbench.bench.surface import Dispatch, MetaHandler, Session, Surface, ToolCall, ToolSpec, coerce_args
+from surfbench.surfaces import register
+from surfbench.surfaces._exec import (
     INLINE_CODE_REJECTED,
     RUN_PIPE,
     RUN_STEPS,
@@ -23,7 +24,6 @@ from surfaces._exec import (
     route_command,
     step_schema,
 )
-from surfaces.base import Dispatch, MetaHandler, Session, Surface, ToolCall, ToolSpec, coerce_args
 
 
 @register

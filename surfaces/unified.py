@@ -11,9 +11,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from bench.catalog import Operation
-from surfaces import register
-from surfaces._exec import (
+from surfbench.bench.catalog import Operation
+from surfbench.bench.surface import (
+    SCHEMA_INVALID,
+    Dispatch,
+    MetaHandler,
+    Session,
+    Surface,
+    ToolCall,
+    ToolSpec,
+    coerce_args,
+)
+from surfbench.surfaces import register
+from surfbench.surfaces._exec import (
     RUN_PIPE,
     RUN_STEPS,
     STEPS_AND_PIPE,
@@ -23,7 +33,6 @@ from surfaces._exec import (
     route_command,
     step_schema,
 )
-from surfaces.base import SCHEMA_INVALID, Dispatch, MetaHandler, Session, Surface, ToolCall, ToolSpec, coerce_args
 
 DESCRIPTION = (
     "Execute code in the workspace. Pass 'steps' for independent commands (each gets its own output; "

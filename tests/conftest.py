@@ -21,7 +21,7 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 
 @pytest.fixture(scope="session")
 def gitea96():
-    from bench.importers import load_catalog
+    from surfbench.bench.importers import load_catalog
 
     return load_catalog(EXAMPLE_MCP)
 

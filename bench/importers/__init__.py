@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from bench.catalog import Catalog, CatalogError, Operation
-from bench.importers.common import exists, read_document
-from bench.importers.openapi import import_openapi
-from bench.importers.pycallable import import_callables
-from bench.importers.tools_json import (
+from surfbench.bench.catalog import Catalog, CatalogError, Operation
+from surfbench.bench.importers.common import exists, read_document
+from surfbench.bench.importers.openapi import import_openapi
+from surfbench.bench.importers.pycallable import import_callables
+from surfbench.bench.importers.tools_json import (
     import_anthropic,
     import_bfcl,
     import_mcp,

@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from bench.catalog import CatalogError, JsonSchema, Operation
-from bench.validation import json_problem, parse_problem, short
+from surfbench.bench.catalog import CatalogError, JsonSchema, Operation
+from surfbench.bench.validation import json_problem, parse_problem, short
 
 # libyaml when present: ten times faster, and it bounds nesting itself instead of recursing
 YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

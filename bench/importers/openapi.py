@@ -12,8 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from bench.catalog import CatalogError, Operation
-from bench.importers.common import make_operation
+from surfbench.bench.catalog import CatalogError, Operation
+from surfbench.bench.importers.common import make_operation
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 PARAM_LOCATIONS = ("path", "query", "formData")

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from bench.catalog import CatalogError, Operation
-from bench.importers.common import exists, make_operation
+from surfbench.bench.catalog import CatalogError, Operation
+from surfbench.bench.importers.common import exists, make_operation
 
 _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?):\s*$")
@@ -173,7 +173,7 @@ def import_callables(spec: str) -> list[Operation]:
             raise CatalogError(spec, f"module {module_name!r} has no attribute {attr!r}")
         target = getattr(module, attr)
         if isinstance(target, type):
-            from bench.backend import operation_methods
+            from surfbench.bench.backend import operation_methods
 
             fns = operation_methods(target)
             if not fns:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bench.catalog import CatalogError, Operation
-from bench.importers.common import flag, make_operation, normalise_schema, require_list, tool_name
+from surfbench.bench.catalog import CatalogError, Operation
+from surfbench.bench.importers.common import flag, make_operation, normalise_schema, require_list, tool_name
 
 
 def _tools_list(doc: Any, source: str) -> list[Any]:

@@ -10,13 +10,13 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bench.config import ConfigError, read_group_config
-from bench.models.cache import ResponseCache
-from bench.models.client import LiteLLMClient, ModelError
-from bench.models.local import ModelUnavailable, embedded, require
-from bench.models.server import LocalServer, ServerError, ServerSettings
-from bench.models.types import CallingMode, ModelRequest, ModelTurn
-from bench.secrets import register as register_secret
+from surfbench.bench.config import ConfigError, read_group_config
+from surfbench.bench.models.cache import ResponseCache
+from surfbench.bench.models.client import LiteLLMClient, ModelError
+from surfbench.bench.models.local import ModelUnavailable, embedded, require
+from surfbench.bench.models.server import LocalServer, ServerError, ServerSettings
+from surfbench.bench.models.types import CallingMode, ModelRequest, ModelTurn
+from surfbench.bench.secrets import register as register_secret
 
 __all__ = [
     "ModelClient",
@@ -114,7 +114,7 @@ class ModelPool:
             return self.clients[cfg.name]
         client: ModelClient
         if cfg.provider == "scripted":
-            from bench.models.scripted import OracleClient
+            from surfbench.bench.models.scripted import OracleClient
 
             client = OracleClient(cfg.script_suite or "forge", cfg.script_delay_s)
         elif cfg.provider == "local":

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from bench.models.cache import ResponseCache, request_hash
-from bench.models.parsing import turn_from_output
-from bench.models.prompting import prompted_messages
-from bench.models.types import ModelRequest, ModelTurn, ParsedCall, ParseFailure, Usage
-from bench.wire import compact_json
+from surfbench.bench.models.cache import ResponseCache, request_hash
+from surfbench.bench.models.parsing import turn_from_output
+from surfbench.bench.models.prompting import prompted_messages
+from surfbench.bench.models.types import ModelRequest, ModelTurn, ParsedCall, ParseFailure, Usage
+from surfbench.bench.wire import compact_json
 
 _CAPTURE = threading.local()
 _LITELLM: Any = None
@@ -59,7 +59,7 @@ def litellm_module() -> Any:
     with _LOCK:
         if _LITELLM is None:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            from bench.wire import ensure_offline_tiktoken
+            from surfbench.bench.wire import ensure_offline_tiktoken
 
             ensure_offline_tiktoken()
             import httpx

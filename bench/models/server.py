@@ -25,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from bench.paths import cache_root
+from surfbench.bench.paths import cache_root
 
 _RUNNING: set[LocalServer] = set()
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.results import load_runs
-from bench.suite import Task, load_suite
+from surfbench.bench.results import load_runs
+from surfbench.bench.suite import Task, load_suite
 
 MODEL = "surfbench"
 

@@ -11,7 +11,7 @@ Single-turn categories (``simple_python``, ``multiple``, ``parallel``, ``paralle
 free for parallel categories), each argument within BFCL's possible answers (BFCL's answer lists are
 surfbench matchers: a list of acceptable values, ``""`` = may be omitted). ``irrelevance``: no call.
 
-``multi_turn_base``: see :mod:`tasks.bfcl.multi_turn` (executable backends).
+``multi_turn_base``: see :mod:`surfbench.tasks.bfcl.multi_turn` (executable backends).
 
 Splits: every fifth entry (by position) is ``dev``, the rest ``test``.
 """
@@ -21,10 +21,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.catalog import CatalogError
-from bench.suite import ExpectedCall, SuiteError, Task
-from tasks.bfcl.data import catalog_of, data_dir, matcher, op_name, read_jsonl, turn_text, union
-from tasks.bfcl.multi_turn import multi_turn
+from surfbench.bench.catalog import CatalogError
+from surfbench.bench.suite import ExpectedCall, SuiteError, Task
+from surfbench.tasks.bfcl.data import catalog_of, data_dir, matcher, op_name, read_jsonl, turn_text, union
+from surfbench.tasks.bfcl.multi_turn import multi_turn
 
 SINGLE_TURN = (
     "simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple",

@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bench.backend import ToolError
-from bench.suite import ExpectedCall, StateCheck, SuiteError, Task
-from tasks.bfcl.data import catalog_of, read_jsonl, union
+from surfbench.bench.backend import ToolError
+from surfbench.bench.suite import ExpectedCall, StateCheck, SuiteError, Task
+from surfbench.tasks.bfcl.data import catalog_of, read_jsonl, union
 
 PREFIX = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code"
 CLASSES = {  # BFCL's executable_backend_config: class -> (module, function-doc file)
@@ -191,5 +191,5 @@ def multi_turn(category: str, data: Path) -> dict[str, Any]:
         "tasks": tasks,
         "max_steps": 20,  # per user turn, as BFCL's MAXIMUM_STEP_LIMIT
         "steps_per": "turn",
-        "backend": "tasks.bfcl.multi_turn:MultiTurnBackend",
+        "backend": "surfbench.tasks.bfcl.multi_turn:MultiTurnBackend",
     }

@@ -13,8 +13,8 @@ import copy
 import hashlib
 from typing import Any, Literal, TypedDict
 
-from bench.backend import OperationBackend, ToolError, operation
-from tasks.forge.scenario import SCENARIOS
+from surfbench.bench.backend import OperationBackend, ToolError, operation
+from surfbench.tasks.forge.scenario import SCENARIOS
 
 HOT = 70.0 / 15  # weight of each of the 15 hot operations
 COLD = 30.0 / 81  # weight of each of the other 81
@@ -169,7 +169,7 @@ class ForgeBackend(OperationBackend):
         return self._create_repo(org, name, description, private, default_branch)
 
     def _create_repo(self, owner: str, name: str, description: str, private: bool, branch: str) -> dict:
-        from tasks.forge.scenario import small_repo
+        from surfbench.tasks.forge.scenario import small_repo
 
         key = f"{owner}/{name}"
         if key in self.db["repos"]:

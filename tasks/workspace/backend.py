@@ -27,8 +27,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypedDict
 
-from bench.backend import OperationBackend, ToolError, operation
-from tasks.workspace.sandbox import MB, Limits, Result, Sandbox
+from surfbench.bench.backend import OperationBackend, ToolError, operation
+from surfbench.tasks.workspace.sandbox import MB, Limits, Result, Sandbox
 
 FILES = Path(__file__).resolve().parent / "files"
 STATE_FILE_BYTES = 20_000  # state() keeps text files up to this size

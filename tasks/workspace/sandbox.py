@@ -24,7 +24,7 @@ sandbox per command: +10 to +50 ms for ``true`` on the seed folder, +80 to +200 
 on a loaded 2-core machine, where entering the namespace is lost in the noise; see
 scripts/bench_sandbox.py); a loop-mounted or quota-enabled file system on the host disk (needs root).
 
-Per command, a memory cap for all its processes together (:mod:`tasks.workspace.memcap`): a memory
+Per command, a memory cap for all its processes together (:mod:`surfbench.tasks.workspace.memcap`): a memory
 cgroup (v2, else v1) where this process may make one, else the per-process limits lowered so that
 processes x address space stays within the cap. bubblewrap holds the command (``--block-fd``) until
 the harness has moved it into its cgroup; the move waits for an RCU grace period in the kernel (~10
@@ -48,8 +48,10 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.workspace.memcap import FALLBACK_PROCS, Cgroup, MemoryCap, memory_cap
-from tasks.workspace.memcap import detect_memory_cap as detect_memory_cap  # re-exported: callers import it from here
+from surfbench.tasks.workspace.memcap import FALLBACK_PROCS, Cgroup, MemoryCap, memory_cap
+from surfbench.tasks.workspace.memcap import (
+    detect_memory_cap as detect_memory_cap,  # re-exported: callers import it from here
+)
 
 NOBODY = 65534  # the user a root harness drops to inside the sandbox
 MOUNT = "/work"  # where the episode directory appears inside the sandbox

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from bench.cli import main as cli_main
+from surfbench.bench.cli import main as cli_main
 from tests.conftest import ROOT
 
 ORACLE = "provider: scripted\nscript_suite: notes_mcp\nparams_b: 0.0\nmode: native\n"
@@ -24,7 +24,7 @@ def cli(configs: Path, *args: str, env: dict[str, str] | None = None) -> subproc
     full_env = {**os.environ, "SURFBENCH_CONFIGS": str(configs), "CI": "true"}
     full_env.pop("SURFBENCH_DEBUG", None)  # only where a test asks for tracebacks
     full_env.update(env or {})
-    cmd = [sys.executable, "-m", "bench.cli", *args]
+    cmd = [sys.executable, "-m", "surfbench", *args]
     return subprocess.run(cmd, cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=300)
 
 
@@ -186,14 +186,14 @@ def test_a_run_without_episodes_is_one_line(configs: Path, run: Path):
 def test_an_exception_escaping_report_or_gate_is_one_line_naming_the_run(
     run: Path, tmp_path: Path, in_process: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
-    import bench.gate
-    import bench.report_data
+    import surfbench.bench.gate
+    import surfbench.bench.report_data
 
     def broken(*args, **kwargs):
         raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
 
-    monkeypatch.setattr(bench.gate, "summarize_cell", broken)
-    monkeypatch.setattr(bench.report_data, "cell_rows", broken)
+    monkeypatch.setattr(surfbench.bench.gate, "summarize_cell", broken)
+    monkeypatch.setattr(surfbench.bench.report_data, "cell_rows", broken)
     gate_out = run / "gate.txt"
     assert cli_main(["gate", "--criteria", str(gate_file(tmp_path)), str(run), "--out", str(gate_out)]) == 2
     assert cli_main(["report", str(run)]) == 2
@@ -209,7 +209,7 @@ def test_an_exception_escaping_report_or_gate_is_one_line_naming_the_run(
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(bench.report_data, "cell_rows", interrupted)
+    monkeypatch.setattr(surfbench.bench.report_data, "cell_rows", interrupted)
     assert cli_main(["report", str(run)]) == 130, "Ctrl-C is an interruption, not a damaged run"
     assert "interrupted" in capsys.readouterr().err
 
@@ -264,7 +264,7 @@ def test_a_criterion_without_evidence_is_no_evidence_and_revises(
 
 
 def test_the_reference_gate_says_no_evidence_for_help_size_on_core():
-    from bench.gate import judge
+    from surfbench.bench.gate import judge
 
     result = judge(GATE, [ROOT / "results" / "reference" / "forge-dev-qwen0.5b"])
     helps = {v.candidate: v.outcome for v in result.verdicts if v.criterion == "help_bytes_max"}

@@ -15,11 +15,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from bench.catalog import CatalogError
-from bench.importers import load_catalog
-from bench.results import ResultsError, RunStore, load_runs
-from bench.scorer import check_answer
-from bench.suite import SuiteError, load_suite
+from surfbench.bench.catalog import CatalogError
+from surfbench.bench.importers import load_catalog
+from surfbench.bench.results import ResultsError, RunStore, load_runs
+from surfbench.bench.scorer import check_answer
+from surfbench.bench.suite import SuiteError, load_suite
 from tests.conftest import ROOT
 
 ORACLE = "provider: scripted\nscript_suite: notes_mcp\nparams_b: 0.0\nmode: native\n"
@@ -29,7 +29,7 @@ def run(tmp_path: Path, *args: str, configs: Path | None = None) -> subprocess.C
     env = {**os.environ, "CI": "true", "SURFBENCH_CACHE": str(tmp_path / "cache"), "SURFBENCH_SUITES": str(tmp_path)}
     if configs is not None:
         env["SURFBENCH_CONFIGS"] = str(configs)
-    cmd = [sys.executable, "-m", "bench.cli", "run", *args, f"results_dir={tmp_path / 'results'}", "run=bad"]
+    cmd = [sys.executable, "-m", "surfbench", "run", *args, f"results_dir={tmp_path / 'results'}", "run=bad"]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -215,7 +215,12 @@ def test_bfcl_blank_type_reads_as_any_but_a_blank_type_elsewhere_is_an_error(tmp
 def cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "CI": "true", "SURFBENCH_CACHE": str(tmp_path / "cache")}
     return subprocess.run(
-        [sys.executable, "-m", "bench.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "surfbench", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 

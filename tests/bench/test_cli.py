@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.cli import main
+from surfbench.bench.cli import main
 from tests.conftest import EXAMPLE_MCP, ROOT
 
 
@@ -41,7 +41,7 @@ def test_bad_catalog_is_one_line_exit_2(tmp_path: Path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.cli", "surfaces", "--catalog", str(bad)],
+        [sys.executable, "-m", "surfbench", "surfaces", "--catalog", str(bad)],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main
-from bench.models import ModelPool, model_config
-from bench.models.cache import ResponseCache
-from bench.models.client import EndpointRefused, LiteLLMClient, ModelError
-from bench.models.local import EMBEDDED
-from bench.models.types import ModelRequest
-from bench.results import load_runs
-from surfaces.base import ToolSpec
+from surfbench.bench.cli import main
+from surfbench.bench.models import ModelPool, model_config
+from surfbench.bench.models.cache import ResponseCache
+from surfbench.bench.models.client import EndpointRefused, LiteLLMClient, ModelError
+from surfbench.bench.models.local import EMBEDDED
+from surfbench.bench.models.types import ModelRequest
+from surfbench.bench.results import load_runs
+from surfbench.bench.surface import ToolSpec
 from tests.fixtures.openai_stub import OpenAIStub, chat_reply, run_surfbench, stub_model_config, tool_call
 
 WEATHER = ToolSpec(

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from bench.models import ModelPool
-from bench.models.client import ModelError
-from bench.models.scripted import OracleClient
-from bench.models.types import ModelRequest, ModelTurn
-from bench.results import RunStore, load_runs
-from bench.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.models import ModelPool
+from surfbench.bench.models.client import ModelError
+from surfbench.bench.models.scripted import OracleClient
+from surfbench.bench.models.types import ModelRequest, ModelTurn
+from surfbench.bench.results import RunStore, load_runs
+from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
 
 
 class Flaky:

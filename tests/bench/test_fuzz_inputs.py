@@ -1,9 +1,9 @@
 """Fuzzing: malformed suites, task files and catalogs never raise anything but one line naming the file.
 
 Every example is a mutation of the shipped notes_mcp suite (suite.yaml, tasks.yaml, catalog.json) written
-into a fresh folder and loaded in-process through ``bench.suite.load_suite`` (and, for catalogs, also
-``bench.importers.load_catalog``). A load may succeed; when it fails it must raise SuiteError,
-ConfigError or CatalogError (what ``bench.cli.main`` prints as one line, exit 2) with a one-line,
+into a fresh folder and loaded in-process through ``surfbench.bench.suite.load_suite`` (and, for catalogs, also
+``surfbench.bench.importers.load_catalog``). A load may succeed; when it fails it must raise SuiteError,
+ConfigError or CatalogError (what ``surfbench.bench.cli.main`` prints as one line, exit 2) with a one-line,
 UTF-8-writable message that names a file of that folder. Mutations: a field set to a value of each
 wrong type, deleted, an unknown key added, deep nesting (5,000 levels), numbers of 5,000 digits,
 NaN and infinities, YAML dates, binary and recursive aliases, odd unicode (surrogates, line and
@@ -32,11 +32,11 @@ import yaml
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from bench.catalog import CatalogError
-from bench.config import ConfigError
-from bench.importers import load_catalog
-from bench.suite import SuiteError, load_suite
-from bench.validation import has_lone_surrogate
+from surfbench.bench.catalog import CatalogError
+from surfbench.bench.config import ConfigError
+from surfbench.bench.importers import load_catalog
+from surfbench.bench.suite import SuiteError, load_suite
+from surfbench.bench.validation import has_lone_surrogate
 from tests.conftest import ROOT
 
 NOTES = ROOT / "tasks" / "notes_mcp"
@@ -406,7 +406,7 @@ def test_the_cli_prints_fuzzed_inputs_as_one_line_and_exit_2(tmp_path: Path):
     env = {**os.environ, "CI": "true", "SURFBENCH_SUITES": str(suites), "SURFBENCH_CONFIGS": str(configs)}
     env["SURFBENCH_CACHE"] = str(tmp_path / "cache")
     for name, _ in cases:
-        cmd = [sys.executable, "-m", "bench.cli", "run", f"suite={name}", "surface=full"]
+        cmd = [sys.executable, "-m", "surfbench", "run", f"suite={name}", "surface=full"]
         cmd += ["model=qwen2.5-coder-0.5b-instruct", f"results_dir={tmp_path / 'results'}", "run=bad"]
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
@@ -417,7 +417,7 @@ def test_the_cli_prints_fuzzed_inputs_as_one_line_and_exit_2(tmp_path: Path):
     deep = tmp_path / "deep.json"
     deep.write_bytes(dump(mutate(CATALOG, [("set", 9, _deep("map", 5_000))]), "json"))
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.cli", "surfaces", "--catalog", str(deep)],
+        [sys.executable, "-m", "surfbench", "surfaces", "--catalog", str(deep)],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from bench.results import load_runs
+from surfbench.bench.results import load_runs
 from tests.conftest import ROOT
 
 ORACLE = "provider: scripted\nscript_suite: {suite}\nparams_b: 0.0\nmode: native\n"
@@ -31,7 +31,7 @@ def cli(configs: Path, *args: str, suites: Path | None = None) -> subprocess.Com
     env = {**os.environ, "SURFBENCH_CONFIGS": str(configs), "CI": "true"}
     if suites is not None:
         env["SURFBENCH_SUITES"] = str(suites)
-    cmd = [sys.executable, "-m", "bench.cli", *args]
+    cmd = [sys.executable, "-m", "surfbench", *args]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 

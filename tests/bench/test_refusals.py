@@ -36,7 +36,7 @@ def surfbench(tmp_path: Path, configs: Path, *args: str) -> subprocess.Completed
     env = {**os.environ, "SURFBENCH_CONFIGS": str(configs), "CI": "true", "TMPDIR": str(tmp_path / "tmp")}
     (tmp_path / "tmp").mkdir(exist_ok=True)
     cmd = [
-        sys.executable, "-m", "bench.cli", "run", "model=oracle", "limit=1", *args,
+        sys.executable, "-m", "surfbench", "run", "model=oracle", "limit=1", *args,
         f"results_dir={tmp_path / 'deep' / 'results'}",
     ]  # fmt: skip
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from bench.episode import LoopSettings, run_episode
-from bench.models.scripted import ScriptedClient
-from bench.scorer import EpisodeScore, score_episode
-from bench.suite import load_suite
-from surfaces import build_surface
+from surfbench.bench.episode import LoopSettings, run_episode
+from surfbench.bench.models.scripted import ScriptedClient
+from surfbench.bench.scorer import EpisodeScore, score_episode
+from surfbench.bench.suite import load_suite
+from surfbench.surfaces import build_surface
 
 FORGE = load_suite("forge")
 CLOSE = {"owner": "acme", "repo": "web", "index": 3, "state": "closed"}
@@ -228,7 +228,7 @@ def test_first_try_accuracy_property():
 
 
 def test_context_overflow_is_an_outcome_not_a_harness_error():
-    from bench.models.client import ContextOverflow
+    from surfbench.bench.models.client import ContextOverflow
 
     def too_long(request):
         raise ContextOverflow("maximum context length is 16384 tokens")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench import secrets
-from bench.results import load_runs
+from surfbench.bench import secrets
+from surfbench.bench.results import load_runs
 from tests.conftest import ROOT
 from tests.fixtures.openai_stub import OpenAIStub, chat_reply, run_surfbench, stub_model_config, tool_call
 
@@ -156,7 +156,7 @@ def test_a_sweep_keeps_its_overrides_out_of_results_and_off_the_console(tmp_path
     tmp.mkdir()
     proc = subprocess.run(
         [
-            sys.executable, "-m", "bench.cli", "run", "-m", "surface=full,dispatcher", "model=oracle", "limit=1",
+            sys.executable, "-m", "surfbench", "run", "-m", "surface=full,dispatcher", "model=oracle", "limit=1",
             f"+model.api_base=http://user:{API_BASE_PASSWORD}@127.0.0.1:9/v1", f"results_dir={tmp_path / 'results'}",
             "run=s",
         ],

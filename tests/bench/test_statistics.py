@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from bench.compare import bootstrap_delta, mcnemar_exact
-from bench.metrics import wilson
-from bench.power import mde_paired, pairs_needed, pass_k, plan
+from surfbench.bench.compare import bootstrap_delta, mcnemar_exact
+from surfbench.bench.metrics import wilson
+from surfbench.bench.power import mde_paired, pairs_needed, pass_k, plan
 
 proportion = pytest.importorskip("statsmodels.stats.proportion")
 contingency = pytest.importorskip("statsmodels.stats.contingency_tables")
@@ -93,8 +93,8 @@ def test_pass_at_k_and_pass_hat_k_over_tasks():
 
 
 def test_a_threshold_below_the_mde_makes_the_gate_say_underpowered_with_the_n_needed():
-    from bench.compare import Paired
-    from bench.gate import Criterion, _verdict
+    from surfbench.bench.compare import Paired
+    from surfbench.bench.gate import Criterion, _verdict
 
     pair = Paired(
         candidate="dispatcher", baseline="full", model="m", pairs=20, only_baseline_ok=4, only_candidate_ok=3,
@@ -119,7 +119,7 @@ def test_plan_command_prints_tasks_by_repeats_and_refuses_nonsense():
     from tests.conftest import ROOT
 
     def plan_cli(*args: str) -> subprocess.CompletedProcess[str]:
-        cmd = [sys.executable, "-m", "bench.cli", "plan", *args]
+        cmd = [sys.executable, "-m", "surfbench", "plan", *args]
         return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
 
     proc = plan_cli("--baseline", "0.6", "--drop", "0.05", "--paired-discordance", "0.2")

@@ -10,20 +10,20 @@ from typing import Any
 
 import pytest
 
-from bench.config import ConfigError
-from bench.episode import LoopSettings, run_episode
-from bench.metrics import summarize_cell
-from bench.models import ModelPool
-from bench.models.scripted import OracleClient, ScriptedClient, call_turn, text_turn, with_usage
-from bench.models.types import ModelRequest, ModelTurn
-from bench.replay import Suites
-from bench.results import RunStore, load_runs
-from bench.runner import CellSpec, resolve_cell, run_cell
-from bench.scorer import score_episode
-from bench.stuck import STUCK_REPEAT, scan, stop_setting
-from bench.suite import load_suite
-from bench.whatif import analyse_run, run_whatif, summary_row
-from surfaces import build_surface
+from surfbench.bench.config import ConfigError
+from surfbench.bench.episode import LoopSettings, run_episode
+from surfbench.bench.metrics import summarize_cell
+from surfbench.bench.models import ModelPool
+from surfbench.bench.models.scripted import OracleClient, ScriptedClient, call_turn, text_turn, with_usage
+from surfbench.bench.models.types import ModelRequest, ModelTurn
+from surfbench.bench.replay import Suites
+from surfbench.bench.results import RunStore, load_runs
+from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.scorer import score_episode
+from surfbench.bench.stuck import STUCK_REPEAT, scan, stop_setting
+from surfbench.bench.suite import load_suite
+from surfbench.bench.whatif import analyse_run, run_whatif, summary_row
+from surfbench.surfaces import build_surface
 from tests.bench.test_scoring import CLOSE, FORGE
 from tests.bench.test_sweep import ORACLE, surfbench
 from tests.conftest import ROOT
@@ -198,7 +198,7 @@ def test_an_episode_whose_task_is_gone_is_skipped_with_the_reason(runs: tuple[Pa
     suite = load_suite("forge")
     gone = str(load_runs([off])["task_id"].iloc[0])
     edited = replace(suite, tasks=[t for t in suite.tasks if t.id != gone])
-    monkeypatch.setattr("bench.replay.load_suite", lambda name: edited)
+    monkeypatch.setattr("surfbench.bench.replay.load_suite", lambda name: edited)
     text = run_whatif("stop_on_repeat=2", [off], summary_only=True)
     assert f"skipped 1 episode(s): suite 'forge' has no task {gone!r} any more" in text
     assert "11/11 episodes reproduce every recorded score" in text

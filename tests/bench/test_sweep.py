@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.results import load_runs
+from surfbench.bench.results import load_runs
 from tests.conftest import ROOT
 
 ORACLE = """
@@ -37,7 +37,7 @@ def configs(tmp_path: Path) -> Path:
 
 def surfbench(configs: Path, *args: str, wait: bool = True, **kw):
     env = {**os.environ, "SURFBENCH_CONFIGS": str(configs), "CI": "true"}
-    cmd = [sys.executable, "-m", "bench.cli", "run", *args]
+    cmd = [sys.executable, "-m", "surfbench", "run", *args]
     if not wait:
         return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, **kw)

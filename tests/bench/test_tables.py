@@ -7,10 +7,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bench.models.scripted import OracleClient
-from bench.results import TABLES, RunStore
-from bench.runner import CellSpec, resolve_cell, run_cell
-from bench.schema import SchemaError, table_from_rows
+from surfbench.bench.models.scripted import OracleClient
+from surfbench.bench.results import TABLES, RunStore
+from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.schema import SchemaError, table_from_rows
 from tests.conftest import ROOT
 
 duckdb = pytest.importorskip("duckdb")

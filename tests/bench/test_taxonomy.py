@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.models.scripted import ScriptedClient, call_turn
-from bench.results import RunStore
-from bench.runner import CellSpec, resolve_cell, run_cell
-from bench.suite import SuiteError, load_suite
-from bench.taxonomy import CORE, DESCRIPTIONS, ErrorType, UndeclaredErrorType
+from surfbench.bench.models.scripted import ScriptedClient, call_turn
+from surfbench.bench.results import RunStore
+from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.suite import SuiteError, load_suite
+from surfbench.bench.taxonomy import CORE, DESCRIPTIONS, ErrorType, UndeclaredErrorType
 from tests.conftest import ROOT
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.importers import load_catalog
+from surfbench.bench.importers import load_catalog
 from tests.conftest import FIXTURES, ROOT
 
 CATS = FIXTURES / "catalogs"
@@ -30,7 +30,7 @@ def full_bytes(path: Path) -> int:
         [
             sys.executable,
             "-m",
-            "bench.cli",
+            "surfbench.bench.cli",
             "surfaces",
             "--catalog",
             str(path),

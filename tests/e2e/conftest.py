@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from bench.models.local import DEFAULT_MODEL, is_pulled
+from surfbench.bench.models.local import DEFAULT_MODEL, is_pulled
 
 
 def require_local_model(name: str = DEFAULT_MODEL) -> None:

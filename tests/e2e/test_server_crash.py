@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.results import load_runs
+from surfbench.bench.results import load_runs
 from tests.conftest import ROOT
 from tests.e2e.conftest import require_local_model
 from tests.e2e.test_signals import servers_of
@@ -23,7 +23,7 @@ MODEL = "qwen2.5-coder-0.5b-instruct"
 def test_a_killed_server_is_restarted_and_no_episode_is_lost(tmp_path: Path):
     require_local_model(MODEL)
     cmd = [
-        sys.executable, "-m", "bench.cli", "run", "suite=forge", "surface=core", f"model={MODEL}", "split=dev",
+        sys.executable, "-m", "surfbench", "run", "suite=forge", "surface=core", f"model={MODEL}", "split=dev",
         "limit=2", "max_steps=2", "no_cache=true", f"results_dir={tmp_path}", "run=crash",
     ]  # fmt: skip
     log = tmp_path / "harness.log"

@@ -45,7 +45,7 @@ def alive(pid: int) -> bool:
 def test_no_server_left_after_signal(sig: int, tmp_path: Path):
     require_local_model(MODEL)
     cmd = [
-        sys.executable, "-m", "bench.cli", "run", "suite=forge", "surface=core", f"model={MODEL}", "split=all",
+        sys.executable, "-m", "surfbench", "run", "suite=forge", "surface=core", f"model={MODEL}", "split=all",
         "no_cache=true", f"results_dir={tmp_path}", "run=signal",
     ]  # fmt: skip
     log = tmp_path / "harness.log"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bench.config import group_names, surface_config
-from bench.suite import load_suite
-from surfaces import build_surface, surface_class
-from surfaces.base import ToolCall
+from surfbench.bench.config import group_names, surface_config
+from surfbench.bench.suite import load_suite
+from surfbench.bench.surface import ToolCall
+from surfbench.surfaces import build_surface, surface_class
 
 
 class RecordingBackend:

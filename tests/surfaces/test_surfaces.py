@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench.catalog import Catalog, Operation
-from surfaces import build_surface, surface_class
-from surfaces.base import ToolCall
+from surfbench.bench.catalog import Catalog, Operation
+from surfbench.bench.surface import ToolCall
+from surfbench.surfaces import build_surface, surface_class
 
 
 def op(name: str, desc: str, cat: str, weight: float = 0.0, **props) -> Operation:

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from bench.config import ConfigError
-from bench.models import ModelPool
-from bench.models.scripted import OracleClient, ScriptedClient, call_turn
-from bench.results import RunStore, load_runs
-from bench.runner import CellSpec, resolve_cell, run_cell
-from bench.suite import SuiteError, load_suite
+from surfbench.bench.config import ConfigError
+from surfbench.bench.models import ModelPool
+from surfbench.bench.models.scripted import OracleClient, ScriptedClient, call_turn
+from surfbench.bench.results import RunStore, load_runs
+from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.suite import SuiteError, load_suite
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("bfcl_eval") is None,
@@ -61,7 +61,7 @@ def test_ground_truth_solves_every_entry_unless_it_breaks_its_own_schema(categor
 
 
 def test_bfcl_checker_and_ours_agree_on_outputs_with_a_known_verdict(tmp_path: Path):
-    from tasks.bfcl.agreement import verdicts
+    from surfbench.tasks.bfcl.agreement import verdicts
 
     folders = []
     for i, category in enumerate(SINGLE):
@@ -78,7 +78,7 @@ def test_bfcl_checker_and_ours_agree_on_outputs_with_a_known_verdict(tmp_path: P
 
 
 def test_a_call_to_an_irrelevant_request_fails_under_both_checkers(tmp_path: Path):
-    from tasks.bfcl.agreement import verdicts
+    from surfbench.tasks.bfcl.agreement import verdicts
 
     suite = load_suite("bfcl:irrelevance")
     name = suite.tasks[0].catalog.names[0]
@@ -101,8 +101,8 @@ def test_each_task_gets_its_own_functions_under_any_surface(tmp_path: Path):
 
 
 def test_multi_turn_backend_calls_only_the_entrys_documented_methods():
-    from bench.backend import ToolError
-    from tasks.bfcl.multi_turn import SCENARIOS, MultiTurnBackend, parse_call
+    from surfbench.bench.backend import ToolError
+    from surfbench.tasks.bfcl.multi_turn import SCENARIOS, MultiTurnBackend, parse_call
 
     suite = load_suite("bfcl:multi_turn_base")
     task = next(t for t in suite.tasks if "GorillaFileSystem" in SCENARIOS[str(t.scenario)]["classes"])
@@ -123,7 +123,7 @@ def test_multi_turn_backend_calls_only_the_entrys_documented_methods():
 
 def test_multi_turn_is_judged_after_every_turn_not_only_at_the_end(tmp_path: Path):
     """Doing a later turn's work early reaches BFCL's final state but not its state after turn 1."""
-    from bench.models.scripted import text_turn
+    from surfbench.bench.models.scripted import text_turn
 
     suite = load_suite("bfcl:multi_turn_base")
     task = next(
@@ -160,8 +160,8 @@ def test_unknown_category_and_bad_data_folder_are_clear_errors(monkeypatch, tmp_
 
 
 def test_bfcl_runs_through_the_same_report_and_gate(tmp_path: Path):
-    from bench.gate import judge
-    from bench.report import write_report
+    from surfbench.bench.gate import judge
+    from surfbench.bench.report import write_report
 
     store = RunStore(tmp_path / "run", commit_interval_s=0.5)
     store.prepare()

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from bench.episode import LoopSettings, run_episode
-from bench.matchers import example_args
-from bench.models.scripted import ScriptedClient, call_turn, text_turn
-from bench.scorer import score_episode
-from bench.suite import Task, load_suite
-from surfaces import build_surface
+from surfbench.bench.episode import LoopSettings, run_episode
+from surfbench.bench.matchers import example_args
+from surfbench.bench.models.scripted import ScriptedClient, call_turn, text_turn
+from surfbench.bench.scorer import score_episode
+from surfbench.bench.suite import Task, load_suite
+from surfbench.surfaces import build_surface
 
 SUITE = load_suite("forge")
 WRITES = [t for t in SUITE.tasks if "write" in t.tags]

@@ -12,13 +12,22 @@ from typing import Any
 
 import pytest
 
-from bench.episode import LoopSettings, run_episode
-from bench.models.scripted import ScriptedClient
-from bench.scorer import score_episode
-from bench.suite import load_suite
-from surfaces import build_surface
-from tasks.workspace.backend import WorkspaceBackend
-from tasks.workspace.sandbox import MB, Limits, MemoryCap, Sandbox, bwrap_path, describe, detect_memory_cap, memory_cap
+from surfbench.bench.episode import LoopSettings, run_episode
+from surfbench.bench.models.scripted import ScriptedClient
+from surfbench.bench.scorer import score_episode
+from surfbench.bench.suite import load_suite
+from surfbench.surfaces import build_surface
+from surfbench.tasks.workspace.backend import WorkspaceBackend
+from surfbench.tasks.workspace.sandbox import (
+    MB,
+    Limits,
+    MemoryCap,
+    Sandbox,
+    bwrap_path,
+    describe,
+    detect_memory_cap,
+    memory_cap,
+)
 
 CI = os.environ.get("CI", "").lower() == "true"
 pytestmark = pytest.mark.skipif(

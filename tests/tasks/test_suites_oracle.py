@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.models import ModelPool
-from bench.models.scripted import OracleClient
-from bench.results import RunStore, load_runs
-from bench.runner import CellSpec, resolve_cell, run_cell
-from bench.suite import load_suite, suite_names
+from surfbench.bench.models import ModelPool
+from surfbench.bench.models.scripted import OracleClient
+from surfbench.bench.results import RunStore, load_runs
+from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.suite import load_suite, suite_names
 
 
 @pytest.mark.parametrize("suite", suite_names())

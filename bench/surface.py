@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from bench.catalog import Catalog, Operation
-from bench.validation import ArgIssue, closest, describe_issues, validate_args
-from bench.wire import compact_json
+from surfbench.bench.catalog import Catalog, Operation
+from surfbench.bench.validation import ArgIssue, closest, describe_issues, validate_args
+from surfbench.bench.wire import compact_json
 
 DispatchKind = Literal["operation", "meta", "rejected"]
 

@@ -1,0 +1,6 @@
+"""``python -m surfbench``: the command line."""
+
+from surfbench.bench.cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

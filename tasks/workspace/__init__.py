@@ -1,0 +1,1 @@
+"""The workspace suite: a scratch directory per episode, real commands in a bubblewrap sandbox."""
