@@ -37,8 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from surfbench.bench.sandbox.box import MB, NOBODY, Limits, Sandbox, bwrap_path, describe  # noqa: E402
 from surfbench.tasks.workspace.backend import FILES  # noqa: E402
-from surfbench.tasks.workspace.sandbox import MB, NOBODY, Limits, Sandbox, bwrap_path, describe  # noqa: E402
 
 TARGET_MS = 20.0
 # the rejected design, run inside an outer sandbox that has the host folder at /.h and a fresh tmpfs at /work

@@ -24,7 +24,7 @@ sandbox per command: +10 to +50 ms for ``true`` on the seed folder, +80 to +200 
 on a loaded 2-core machine, where entering the namespace is lost in the noise; see
 scripts/bench_sandbox.py); a loop-mounted or quota-enabled file system on the host disk (needs root).
 
-Per command, a memory cap for all its processes together (:mod:`surfbench.tasks.workspace.memcap`): a memory
+Per command, a memory cap for all its processes together (:mod:`surfbench.bench.sandbox.memcap`): a memory
 cgroup (v2, else v1) where this process may make one, else the per-process limits lowered so that
 processes x address space stays within the cap. bubblewrap holds the command (``--block-fd``) until
 the harness has moved it into its cgroup; the move waits for an RCU grace period in the kernel (~10
@@ -45,19 +45,18 @@ import tempfile
 import threading
 import time
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
 
-from surfbench.tasks.workspace.memcap import FALLBACK_PROCS, Cgroup, MemoryCap, memory_cap
-from surfbench.tasks.workspace.memcap import (
+# Limits, Result and MB: callers import them from here too
+from surfbench.bench.sandbox.limits import DISK_QUOTA_EXCEEDED, MB, MEMORY_EXCEEDED, Limits, Result
+from surfbench.bench.sandbox.memcap import FALLBACK_PROCS, Cgroup, MemoryCap, memory_cap
+from surfbench.bench.sandbox.memcap import (
     detect_memory_cap as detect_memory_cap,  # re-exported: callers import it from here
 )
 
 NOBODY = 65534  # the user a root harness drops to inside the sandbox
 MOUNT = "/work"  # where the episode directory appears inside the sandbox
-MB = 1024 * 1024
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
-DISK_QUOTA_EXCEEDED, MEMORY_EXCEEDED = "disk_quota_exceeded", "memory_exceeded"
 NS_GET_USERNS = 0xB701  # ioctl (linux/nsfs.h): the user namespace that owns a namespace
 HOLD = "cp -a /.seed/. /work/ && echo $$ && exec cat >/dev/null"  # copies the seed in, then idles
 ENOSPC = ("No space left on device", "Disk quota exceeded")
@@ -66,52 +65,6 @@ NOMEM = ("MemoryError", "Cannot allocate memory", "memory exhausted", "out of me
 
 class SandboxUnavailable(RuntimeError):
     """bubblewrap is missing or cannot create namespaces on this machine."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one command, and one episode, may use; every workspace surface runs under the same ones."""
-
-    timeout_s: float = 10.0
-    output_cap: int = 16_000
-    max_procs: int = 128
-    max_file_bytes: int = 32 * MB
-    max_memory_bytes: int = 2048 * MB
-    """Address space of each process."""
-    cpu_s: int = 30
-    disk_quota_bytes: int = 256 * MB
-    """The episode directory, and each command's /tmp; 0: no quota (a directory on the host disk)."""
-    memory_cap_bytes: int = 2048 * MB
-    """All processes of one command together; 0: only the per-process limits."""
-
-
-@dataclass(frozen=True)
-class Result:
-    exit_code: int | None
-    """None when the command was killed for running out of time."""
-    stdout: str
-    stderr: str
-    timed_out: bool = False
-    truncated: bool = False
-    seconds: float = 0.0
-    error_type: str | None = None
-    """``disk_quota_exceeded`` or ``memory_exceeded`` when the command ran into that limit."""
-    note: str = ""
-    """What the model is told about that limit (on the first line, which the command cannot write)."""
-    memory_peak_bytes: int | None = None
-    """All the command's processes together, where a cgroup measured it."""
-
-    def summary(self) -> str:
-        """What the model sees: exit code (and a limit it hit), then output (cut where it was cut)."""
-        head = "[killed: the command did not finish in time]" if self.timed_out else f"[exit {self.exit_code}]"
-        parts = [f"{head} [{self.note}]" if self.note else head]
-        if self.stdout:
-            parts.append(self.stdout.rstrip("\n"))
-        if self.stderr:
-            parts.append("[stderr] " + self.stderr.rstrip("\n"))
-        if self.truncated:
-            parts.append("[output cut]")
-        return "\n".join(parts)
 
 
 def bwrap_path() -> str | None:

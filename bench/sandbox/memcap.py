@@ -22,7 +22,7 @@ enter). bubblewrap holds the command (``--block-fd``) while :meth:`Cgroup.start`
 waits for an RCU grace period in the kernel (~10 ms), so it runs while bubblewrap sets the sandbox up.
 Cgroups left by a harness that was killed are removed when the next one first calls :func:`memory_cap`.
 
-This module knows nothing of the sandbox: :mod:`surfbench.tasks.workspace.sandbox` imports it, never the reverse.
+This module knows nothing of the sandbox: :mod:`surfbench.bench.sandbox.box` imports it, never the reverse.
 """
 
 from __future__ import annotations

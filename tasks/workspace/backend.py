@@ -8,7 +8,7 @@ workspace surface routes to; their signatures and docstrings are the catalog, as
 - ``run_pipe``: a pipeline, stdout of each stage on the next stage's stdin;
 - ``read_file`` / ``write_file`` / ``edit_file``: structured file I/O.
 
-Every command, file operations included, runs inside :class:`~tasks.workspace.sandbox.Sandbox`, so a
+Every command, file operations included, runs inside :class:`~surfbench.bench.sandbox.Sandbox`, so a
 path or symlink can never reach outside the episode directory. ``state()`` reads the directory
 without following symlinks, and reports what the episode used (``usage``: peak disk and memory).
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from surfbench.bench.backend import OperationBackend, ToolError, operation
-from surfbench.tasks.workspace.sandbox import MB, Limits, Result, Sandbox
+from surfbench.bench.sandbox import MB, Limits, Result, Sandbox
 
 FILES = Path(__file__).resolve().parent / "files"
 STATE_FILE_BYTES = 20_000  # state() keeps text files up to this size

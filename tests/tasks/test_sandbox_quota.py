@@ -14,11 +14,7 @@ import pytest
 
 from surfbench.bench.episode import LoopSettings, run_episode
 from surfbench.bench.models.scripted import ScriptedClient
-from surfbench.bench.scorer import score_episode
-from surfbench.bench.suite import load_suite
-from surfbench.surfaces import build_surface
-from surfbench.tasks.workspace.backend import WorkspaceBackend
-from surfbench.tasks.workspace.sandbox import (
+from surfbench.bench.sandbox.box import (
     MB,
     Limits,
     MemoryCap,
@@ -28,6 +24,10 @@ from surfbench.tasks.workspace.sandbox import (
     detect_memory_cap,
     memory_cap,
 )
+from surfbench.bench.scorer import score_episode
+from surfbench.bench.suite import load_suite
+from surfbench.surfaces import build_surface
+from surfbench.tasks.workspace.backend import WorkspaceBackend
 
 CI = os.environ.get("CI", "").lower() == "true"
 pytestmark = pytest.mark.skipif(

@@ -17,11 +17,11 @@ from surfbench.bench.models.scripted import ScriptedClient, call_turn, text_turn
 from surfbench.bench.models.types import ModelRequest, ModelTurn
 from surfbench.bench.results import RunStore, load_runs
 from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.sandbox.box import Limits, bwrap_path
 from surfbench.bench.scorer import score_episode
 from surfbench.bench.suite import Task, load_suite
 from surfbench.surfaces import build_surface
 from surfbench.tasks.workspace.backend import FILES, WorkspaceBackend, tool_usage
-from surfbench.tasks.workspace.sandbox import Limits, bwrap_path
 
 pytestmark = pytest.mark.skipif(
     bwrap_path() is None, reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
