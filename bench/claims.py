@@ -20,9 +20,10 @@ Two ``surfbench run`` processes on one machine, or Ray / joblib workers on sever
   only if unchanged, and created anew with ``O_EXCL``; two processes that both judged an owner gone never
   both run its episode, and a live claim is never deleted.
 - **Committed since the start.** ``run_cell`` reads the committed keys once; another process may have
-  committed and released an episode since. So each claim is followed by a check (:class:`CommitIndex`):
-  the episode's part file, or the keys of the group parts, each read once and listed again only when
-  the folder changed (listing 10,000 parts takes ~6 ms, as long as a quick episode).
+  committed and released an episode since. So each claim is followed by a check
+  (:class:`~surfbench.bench.commits.CommitIndex`): the episode's part file, or the keys of the group
+  parts, each read once and listed again only when the folder changed (listing 10,000 parts takes
+  ~6 ms, as long as a quick episode).
 - **Held by a live process**: skipped; at the end of the cell :meth:`Claims.wait` polls every 0.5 s,
   saying how many episodes are in other processes' hands, until each is committed or its owner is gone
   (then this process runs it), so the cell's summary counts every episode. It gives up after ``stall_s``
@@ -51,7 +52,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from surfbench.bench.results import GROUP_MARK, ResultsError, RunStore, key_stem
+from surfbench.bench.commits import CommitIndex
+from surfbench.bench.results import ResultsError, RunStore, key_stem
 
 LEASE_S = 120.0
 """A claim from another host that nobody touched for this long is expired (its owner refreshes it every
@@ -110,6 +112,7 @@ class Owner:
             return None
 
     def local(self) -> bool:
+        """Whether the owner runs on this host, in this pid namespace (its pid means something here)."""
         return self.host == HOST and self.pidns == PIDNS
 
     def alive(self) -> bool:
@@ -133,50 +136,8 @@ class Owner:
         return self.start is None or start == self.start  # another start time: the pid was reused
 
     def describe(self) -> str:
+        """``host:pid``, for messages."""
         return f"{self.host}:{self.pid}"
-
-
-class CommitIndex:
-    """Whether an episode is committed *now* (another process may have committed it since we looked)."""
-
-    def __init__(self, root: Path) -> None:
-        self.folder = root / "episodes.parquet"
-        self._groups: dict[tuple[str, int], frozenset[str]] = {}
-        self._trusted_mtime: int | None = None
-
-    def committed(self, key: str, stamp: int) -> bool:
-        """Whether ``key`` is committed; ``stamp``: the file-system time of a claim created just before.
-
-        The group parts are listed again only when the folder's mtime changed. A part renamed in during
-        the same clock tick as the last listing leaves the mtime as it was, so a listing is trusted only
-        if that mtime is older than ``stamp`` (then any later change gets a newer mtime).
-        """
-        if (self.folder / f"part-{key_stem(key)}.parquet").exists():
-            return True
-        try:
-            mtime = os.stat(self.folder).st_mtime_ns
-        except FileNotFoundError:
-            return False
-        if mtime != self._trusted_mtime:
-            groups: dict[tuple[str, int], frozenset[str]] = {}
-            with os.scandir(self.folder) as entries:
-                for entry in entries:
-                    name = entry.name
-                    if name.startswith("part-") and GROUP_MARK in name and name.endswith(".parquet"):
-                        ident = (name, entry.inode())  # a group rewritten by discard() is a new file
-                        groups[ident] = self._groups.get(ident) or _group_keys(Path(entry.path))
-            self._groups = groups
-            self._trusted_mtime = mtime if stamp > mtime else None
-        return any(key in keys for keys in self._groups.values())
-
-
-def _group_keys(path: Path) -> frozenset[str]:
-    import pyarrow.parquet as pq
-
-    try:
-        return frozenset(str(k) for k in pq.read_table(path, columns=["episode_key"]).column(0).to_pylist())
-    except FileNotFoundError:
-        return frozenset()
 
 
 class Claims:

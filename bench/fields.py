@@ -1,12 +1,14 @@
 """Typed field readers shared by the suite and task checks: one type per field, one-line errors.
 
 A wrong type is named as such (``field 'id' must be a string, got integer 42``), never coerced.
-:mod:`surfbench.bench.suite_checks` builds on these; this module knows nothing about suites or tasks.
+:mod:`surfbench.bench.suite_checks` and :mod:`surfbench.bench.matcher_checks` build on these; this module
+knows nothing about suites or tasks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -55,7 +57,7 @@ def read_yaml(path: Path) -> Any:
         _fail(str(path), f"invalid YAML: {parse_problem(exc)}")
 
 
-def no_unknown(data: Mapping[Any, Any], allowed: set[str], where: str) -> None:
+def no_unknown(data: Mapping[Any, Any], allowed: AbstractSet[str], where: str) -> None:
     """Refuse keys outside ``allowed``, with a did-you-mean."""
     unknown = sorted(str(k) for k in set(data) - allowed)
     if unknown:

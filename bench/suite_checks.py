@@ -3,44 +3,41 @@
 A wrong type is named as such (``field 'id' must be a string, got integer 42``), never coerced: a
 string where a list belongs would be read character by character, ``"yes"`` where a boolean belongs
 is truthy, and a YAML date never equals the string a tool returns. Regular expressions compile here,
-at load, not when the first episode is scored. :mod:`surfbench.bench.suite` builds its dataclasses from what
-these functions return; this module imports nothing from it.
+at load, not when the first episode is scored. The allowed keys of each mapping are the fields of its
+record in :mod:`surfbench.bench.suite_model`, which these functions build.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from surfbench.bench.catalog import Catalog
 from surfbench.bench.fields import _fail, _got, boolean, items, mapping, no_unknown, strings, text
-from surfbench.bench.matchers import is_operator
+from surfbench.bench.matcher_checks import check_matcher, check_object_matcher, compile_regex
+from surfbench.bench.suite_model import (
+    ANSWER_KEYS,
+    CALL_KEYS,
+    CORE_TAGS,
+    SPLITS,
+    STATE_KEYS,
+    SUITE_KEYS,
+    TASK_KEYS,
+    ExpectedCall,
+    StateCheck,
+    SuiteFile,
+    Task,
+)
 from surfbench.bench.validation import closest, json_problem, short
 
-SUITE_KEYS = {
-    "name", "description", "catalog", "catalog_format", "backend", "system_prompt", "max_steps", "steps_per", "tasks",
-    "classify", "loader", "variants", "backend_options", "error_types",
-}  # fmt: skip
-TASK_KEYS = {
-    "id", "split", "tags", "turns", "scenario", "expected", "order", "state", "answer", "canned", "refuse",
-    "require_calls", "note", "meta", "exact_calls",
-}  # fmt: skip
-CALL_KEYS = {"op", "args", "oracle_args", "turn"}
-STATE_KEYS = {"path", "equals", "exists", "contains", "match", "len", "turn"}
-ANSWER_KEYS = {"contains", "any_of", "regex", "not_contains"}
-SPLITS = ("dev", "test")
-TAGS = {
-    "hot", "cold", "single", "multi", "arg-heavy", "near-miss", "should-refuse", "read", "write", "multi-turn",
-}  # fmt: skip
-MATCHER_OPERATORS = ("$any", "$regex", "$approx", "$set", "$list")
 MAX_STEPS = 1000
 """Most model calls per episode (or per turn) a suite may ask for: far beyond any real task."""
 
 
 def steps(value: Any, where: str) -> int | None:
+    """``max_steps``: a whole number from 1 to MAX_STEPS (None when absent)."""
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_STEPS:
@@ -49,12 +46,14 @@ def steps(value: Any, where: str) -> int | None:
 
 
 def steps_per(value: Any, where: str) -> str:
+    """``steps_per``: ``episode`` (the default) or ``turn``."""
     if value in (None, "episode", "turn"):
         return str(value or "episode")
     _fail(where, f"steps_per must be 'episode' or 'turn', got {_got(value)}")
 
 
 def backend_options(value: Any, where: str) -> dict[str, Any]:
+    """``backend_options``: a mapping of keyword arguments for the backend class ({} when absent)."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -81,8 +80,29 @@ def error_types(value: Any, where: str) -> dict[str, str]:
     return {str(k): str(v or "") for k, v in value.items()}
 
 
-def suite_fields(data: Any, path: Path) -> dict[str, Any]:
-    """Every field of a suite.yaml, checked; keys as in SUITE_KEYS (None or empty where absent).
+def suite_tags(data: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    """The suite's own task tags: names beyond the core ones."""
+    tags = strings(data, "tags", where)
+    clash = sorted(set(tags) & CORE_TAGS)
+    if clash:
+        _fail(where, f"tags {clash} are core tags already (bench/suite_model.py CORE_TAGS); declare only new ones")
+    return tuple(dict.fromkeys(tags))
+
+
+def hook_specs(data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    """A list of ``file.py:function`` hooks (``checks``), each named once."""
+    specs = strings(data, key, where)
+    for i, spec in enumerate(specs):
+        head, _, attr = spec.rpartition(":")
+        if not head.strip() or not attr.strip():
+            _fail(where, f"{key}[{i}] must be 'file.py:function', got {_got(spec)}")
+        if spec in specs[:i]:
+            _fail(where, f"{key}[{i}] {spec!r} is listed twice")
+    return tuple(specs)
+
+
+def suite_file(data: Any, path: Path) -> SuiteFile:
+    """suite.yaml's fields, checked (None or empty where absent).
 
     ``backend: none`` reads as None; ``catalog`` and ``tasks`` are required unless a ``loader`` builds them.
     """
@@ -94,30 +114,33 @@ def suite_fields(data: Any, path: Path) -> dict[str, Any]:
         _fail(where, problem)
     no_unknown(data, SUITE_KEYS, where)
     backend = text(data, "backend", where)
-    fields = {
-        "name": text(data, "name", where),
-        "description": text(data, "description", where, empty=True) or "",
-        "catalog": text(data, "catalog", where),
-        "catalog_format": text(data, "catalog_format", where),
-        "backend": None if backend == "none" else backend,
-        "system_prompt": text(data, "system_prompt", where, empty=True),
-        "max_steps": steps(data.get("max_steps"), where),
-        "steps_per": steps_per(data.get("steps_per"), where),
-        "tasks": strings(data, "tasks", where, one_ok=True),
-        "classify": text(data, "classify", where),
-        "loader": text(data, "loader", where),
-        "variants": strings(data, "variants", where),
-        "backend_options": backend_options(data.get("backend_options"), where),
-        "error_types": error_types(data.get("error_types"), where),
-    }
-    if not fields["loader"]:
+    spec = SuiteFile(
+        name=text(data, "name", where),
+        description=text(data, "description", where, empty=True) or "",
+        catalog=text(data, "catalog", where),
+        catalog_format=text(data, "catalog_format", where),
+        backend=None if backend == "none" else backend,
+        system_prompt=text(data, "system_prompt", where, empty=True),
+        max_steps=steps(data.get("max_steps"), where),
+        steps_per=steps_per(data.get("steps_per"), where),
+        tasks=tuple(strings(data, "tasks", where, one_ok=True)),
+        classify=text(data, "classify", where),
+        loader=text(data, "loader", where),
+        variants=tuple(strings(data, "variants", where)),
+        backend_options=backend_options(data.get("backend_options"), where),
+        error_types=error_types(data.get("error_types"), where),
+        tags=suite_tags(data, where),
+        checks=hook_specs(data, "checks", where),
+    )
+    if not spec.loader:
         for key in ("catalog", "tasks"):
-            if not fields[key]:
+            if not getattr(spec, key):
                 _fail(where, f"field {key!r} is required")
-    return fields
+    return spec
 
 
 def turn_index(value: Any, turns: int, where: str) -> int | None:
+    """A user turn index (0-based) below ``turns``, or None when absent."""
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < turns:
@@ -125,70 +148,7 @@ def turn_index(value: Any, turns: int, where: str) -> int | None:
     return value
 
 
-def compile_regex(pattern: Any, where: str, flags: int = re.IGNORECASE) -> None:
-    """Compile a pattern now, so a typo fails the load, not the first scored episode."""
-    if not isinstance(pattern, str):
-        _fail(where, f"a regular expression must be a string, got {_got(pattern)}")
-    try:
-        re.compile(pattern, flags)
-    except (re.error, RecursionError, OverflowError, ValueError) as exc:
-        _fail(where, f"invalid regular expression {short(pattern)}: {exc}")
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def check_matcher(matcher: Any, where: str) -> None:
-    """One argument matcher (see bench.matchers): known operators, their operands' types, regexes compiled."""
-    if is_operator(matcher):
-        keys = set(matcher)
-        unknown = sorted(keys - {*MATCHER_OPERATORS, "$tol"})
-        if unknown:
-            hint = "; $extra belongs in an object matcher" if "$extra" in unknown else ""
-            _fail(where, f"unknown matcher operator {unknown[0]!r}; known: {', '.join(MATCHER_OPERATORS)}, $tol{hint}")
-        primary = [k for k in MATCHER_OPERATORS if k in keys]
-        if len(primary) != 1:
-            _fail(where, f"a matcher takes exactly one of {', '.join(MATCHER_OPERATORS)}, got {sorted(keys)}")
-        op, operand = primary[0], matcher[primary[0]]
-        if "$tol" in keys and (op != "$approx" or not _number(matcher["$tol"]) or matcher["$tol"] < 0):
-            _fail(where, f"$tol goes with $approx and is a number >= 0, got {_got(matcher['$tol'])}")
-        if op == "$any" and operand is not True:
-            _fail(where, f"$any must be true, got {_got(operand)}")
-        elif op == "$regex":
-            compile_regex(operand, f"{where}.$regex")
-        elif op == "$approx" and not _number(operand):
-            _fail(where, f"$approx must be a number, got {_got(operand)}")
-        elif op in ("$set", "$list") and not isinstance(operand, list):
-            _fail(where, f"{op} must be a list, got {_got(operand)}")
-        elif op == "$set":
-            for i, value in enumerate(operand):
-                if is_operator(value):
-                    _fail(f"{where}.$set[{i}]", "$set takes values, not matchers (use $list for matchers in order)")
-        elif op == "$list":
-            for i, sub in enumerate(operand):
-                check_matcher(sub, f"{where}.$list[{i}]")
-    elif isinstance(matcher, Mapping):
-        check_object_matcher(matcher, where)
-    elif isinstance(matcher, list):
-        for i, choice in enumerate(matcher):
-            if isinstance(choice, Mapping):
-                check_matcher(choice, f"{where}[{i}]")
-
-
-def check_object_matcher(matchers: Mapping[str, Any], where: str) -> None:
-    """An object matched key by key (a call's ``args``, or a nested object): ``$extra`` a boolean."""
-    for key, matcher in matchers.items():
-        if key == "$extra":
-            if not isinstance(matcher, bool):
-                _fail(f"{where}.$extra", f"must be true or false, got {_got(matcher)}")
-        elif key.startswith("$"):
-            _fail(where, f"{key!r} is not an argument name nor $extra (matcher operators go inside an argument)")
-        else:
-            check_matcher(matcher, f"{where}.{key}")
-
-
-def _expected(row: Mapping[str, Any], turns: int, where: str) -> list[dict[str, Any]]:
+def _expected(row: Mapping[str, Any], turns: int, where: str) -> tuple[ExpectedCall, ...]:
     calls = []
     for i, call in enumerate(items(row, "expected", where)):
         at = f"{where}: expected[{i}]"
@@ -201,15 +161,9 @@ def _expected(row: Mapping[str, Any], turns: int, where: str) -> list[dict[str, 
         oracle = call.get("oracle_args")
         if oracle is not None and not isinstance(oracle, Mapping):
             _fail(at, f"field 'oracle_args' must be a mapping of concrete arguments, got {_got(oracle)}")
-        calls.append(
-            {
-                "op": op,
-                "args": args,
-                "oracle_args": None if oracle is None else dict(oracle),
-                "turn": turn_index(call.get("turn"), turns, at),
-            }
-        )
-    return calls
+        turn = turn_index(call.get("turn"), turns, at)
+        calls.append(ExpectedCall(str(op), args, None if oracle is None else dict(oracle), turn))
+    return tuple(calls)
 
 
 def _state_path(raw: Any, where: str) -> tuple[str, ...]:
@@ -224,7 +178,7 @@ def _state_path(raw: Any, where: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def _state(row: Mapping[str, Any], turns: int, where: str) -> list[dict[str, Any]]:
+def _state(row: Mapping[str, Any], turns: int, where: str) -> tuple[StateCheck, ...]:
     checks = []
     for i, check in enumerate(items(row, "state", where)):
         at = f"{where}: state[{i}]"
@@ -237,18 +191,18 @@ def _state(row: Mapping[str, Any], turns: int, where: str) -> list[dict[str, Any
         if "match" in check:
             check_matcher(check["match"], f"{at}.match")
         checks.append(
-            {
-                "path": _state_path(check["path"], at),
-                "equals": check.get("equals"),
-                "exists": boolean(check, "exists", at),
-                "contains": check.get("contains"),
-                "match": check.get("match"),
-                "len": length,
-                "has_equals": "equals" in check,
-                "turn": turn_index(check.get("turn"), turns, at),
-            }
+            StateCheck(
+                path=_state_path(check["path"], at),
+                equals=check.get("equals"),
+                exists=boolean(check, "exists", at),
+                contains=check.get("contains"),
+                match=check.get("match"),
+                len=length,
+                has_equals="equals" in check,
+                turn=turn_index(check.get("turn"), turns, at),
+            )
         )
-    return checks
+    return tuple(checks)
 
 
 def _answer(row: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -269,13 +223,8 @@ def _answer(row: Mapping[str, Any], where: str) -> dict[str, Any]:
     return {k: v for k, v in answer.items() if v is not None}
 
 
-def task_fields(row: Any, path: Path, index: int) -> dict[str, Any]:
-    """Every field of one task, checked.
-
-    Returns:
-        Keyword arguments for ``Task``, with ``expected`` and ``state`` as lists of keyword arguments
-        for ``ExpectedCall`` and ``StateCheck``.
-    """
+def _task_where(row: Any, path: Path, index: int) -> str:
+    """``file: task 'id'`` for every message about the task, once its id and its keys are sound."""
     if not isinstance(row, Mapping):
         _fail(f"{path}: task #{index + 1}", f"expected a mapping (id, turns, ...), got {_got(row)}")
     task_id = row.get("id")
@@ -283,51 +232,77 @@ def task_fields(row: Any, path: Path, index: int) -> dict[str, Any]:
     where = f"{path}: task {task_id!r}" if named else f"{path}: task #{index + 1}"
     if task_id is None:
         _fail(where, "field 'id' is required")
-    if not isinstance(task_id, str) or not task_id.strip():
+    if not named:
         _fail(where, f"field 'id' must be a non-empty string, got {_got(task_id)} (quote it)")
     problem = json_problem(row)  # first: bounded depth and plain JSON values for every check below
     if problem:
         _fail(where, problem)
     no_unknown(row, TASK_KEYS, where)
+    return where
+
+
+def _turns(row: Mapping[str, Any], where: str) -> tuple[str, ...]:
     turns = row.get("turns")
     if isinstance(turns, str):
         turns = [turns]
     if not isinstance(turns, list) or not turns or not all(isinstance(t, str) and t.strip() for t in turns):
         _fail(where, f"field 'turns' needs one or more non-empty user messages (a list of strings), got {_got(turns)}")
-    split = "dev" if row.get("split") is None else row["split"]
-    if split not in SPLITS:
-        _fail(where, f"split must be one of {SPLITS}, got {_got(split)}")
+    return tuple(turns)
+
+
+def _choice(row: Mapping[str, Any], key: str, choices: Sequence[str], where: str) -> str:
+    """A field that is one of ``choices`` (the first when absent)."""
+    value = choices[0] if row.get(key) is None else row[key]
+    if value not in choices:
+        allowed = f"one of {tuple(choices)}" if key == "split" else " or ".join(repr(c) for c in choices)
+        _fail(where, f"{key} must be {allowed}, got {_got(value)}")
+    return str(value)
+
+
+def _tags(row: Mapping[str, Any], known: frozenset[str], where: str) -> tuple[str, ...]:
+    """The task's tags, each a core tag or one its suite declares."""
     tags = strings(row, "tags", where)
-    bad = [t for t in tags if t not in TAGS]
+    bad = [t for t in tags if t not in known]
     if bad:
-        near = closest(bad[0], TAGS)
-        tip = f" (did you mean {near[0]!r}?)" if near else ""
-        _fail(where, f"unknown tag {bad[0]!r}{tip}; known: {', '.join(sorted(TAGS))}")
-    order = "ordered" if row.get("order") is None else row["order"]
-    if order not in ("ordered", "any"):
-        _fail(where, f"order must be 'ordered' or 'any', got {_got(order)}")
+        near = closest(bad[0], known)
+        tip = f" (did you mean {', '.join(repr(n) for n in near)}?)" if near else ""
+        _fail(
+            where,
+            f"unknown tag {bad[0]!r}{tip}; known: {', '.join(sorted(known))} (a suite declares its own in "
+            "suite.yaml: tags: [...])",
+        )
+    return tuple(tags)
+
+
+def task_from(row: Any, path: Path, index: int, suite_tags: Iterable[str] = ()) -> Task:
+    """One task of a task file, every field checked; ``suite_tags``: the tags its suite declares."""
+    where = _task_where(row, path, index)
+    turns = _turns(row, where)
+    split = _choice(row, "split", SPLITS, where)
+    tags = _tags(row, CORE_TAGS | frozenset(suite_tags), where)
+    order = _choice(row, "order", ("ordered", "any"), where)
     expected = _expected(row, len(turns), where)
     refuse = bool(boolean(row, "refuse", where)) or "should-refuse" in tags
     if refuse and expected:
         _fail(where, "a should-refuse task cannot have expected calls")
-    canned = mapping(row, "canned", where)
-    return {
-        "id": task_id,
-        "turns": tuple(turns),
-        "split": split,
-        "tags": tuple(tags),
-        "scenario": text(row, "scenario", where),
-        "expected": expected,
-        "order": order,
-        "state": _state(row, len(turns), where),
-        "answer": _answer(row, where),
-        "canned": canned,
-        "refuse": refuse,
-        "require_calls": boolean(row, "require_calls", where),
-        "note": text(row, "note", where, empty=True) or "",
-        "meta": mapping(row, "meta", where),
-        "exact_calls": bool(boolean(row, "exact_calls", where)),
-    }
+    return Task(
+        id=row["id"],
+        turns=turns,
+        split=split,
+        tags=tags,
+        canned=mapping(row, "canned", where),
+        scenario=text(row, "scenario", where),
+        expected=expected,
+        order=order,
+        state=_state(row, len(turns), where),
+        answer=_answer(row, where),
+        refuse=refuse,
+        require_calls=boolean(row, "require_calls", where),
+        note=text(row, "note", where, empty=True) or "",
+        meta=mapping(row, "meta", where),
+        exact_calls=bool(boolean(row, "exact_calls", where)),
+        source=str(path),
+    )
 
 
 def undeclared(schema: Mapping[str, Any], names: Sequence[str]) -> list[str]:

@@ -12,19 +12,19 @@ those where the model escaped a loop that the stop would have ended.
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from surfbench.bench.config import ConfigError
-from surfbench.bench.metrics import METRICS, fmt, summarize_cell
+from surfbench.bench.metrics import fmt, summarize_cell
 from surfbench.bench.replay import RecordedEpisode, Rescored, Suites, group_by_cell, load_episodes, rescore, self_check
 from surfbench.bench.stuck import RepeatTracker, scan, step_output
+from surfbench.bench.whatif_metrics import MetricDelta, model_time, paired_deltas, summary_row
 
-BOOTSTRAP_ROUNDS = 2000
+__all__ = ["analyse_run", "main", "paired_deltas", "parse_setting", "run_whatif", "summary_row"]
 
 
 @dataclass(frozen=True)
@@ -53,18 +53,9 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class MetricDelta:
-    name: str
-    label: str
-    before: Any
-    after: Any
-    low: float | None
-    high: float | None
-    """95% paired-bootstrap interval of after - before (episodes resampled)."""
-
-
-@dataclass(frozen=True)
 class CellEffect:
+    """The effect of ``stop_on_repeat=k`` on one cell: its episodes' outcomes and every metric."""
+
     cell: str
     k: int
     outcomes: list[Outcome]
@@ -84,11 +75,11 @@ class CellEffect:
 
     @property
     def latency_before(self) -> float:
-        return sum(_latency(o.before) for o in self.outcomes)
+        return sum(model_time(o.before) for o in self.outcomes)
 
     @property
     def latency_after(self) -> float:
-        return sum(_latency(o.after) for o in self.outcomes)
+        return sum(model_time(o.after) for o in self.outcomes)
 
     @property
     def changed(self) -> list[Outcome]:
@@ -116,94 +107,6 @@ class RunCheck:
     """Episodes the run itself ended with stop_on_repeat: for a larger K their later steps are unknown."""
     latency: float = 0.0
     repeat_latency: float = 0.0
-
-
-def _latency(r: Rescored) -> float:
-    return sum(s.latency_s for s in r.trace.steps)
-
-
-def _mean(values: Sequence[float | int | None]) -> float | None:
-    clean = [v for v in values if v is not None]
-    return statistics.fmean(clean) if clean else None
-
-
-def summary_row(r: Rescored) -> dict[str, Any]:
-    """The episode's columns that :func:`surfbench.bench.metrics.summarize_cell` reads."""
-    s, steps = r.score, r.trace.steps
-    stuck = scan(steps, r.trace.calls)
-    return {
-        "expected_calls": s.expected_calls, "first_try_correct": s.first_try_correct,
-        "selection_correct": s.selection_correct, "success": s.success, "round_trips": s.round_trips,
-        "overhead_round_trips": s.overhead_round_trips,
-        "prompt_tokens_per_step": _mean([x.prompt_tokens for x in steps]),
-        "request_bytes_per_step": _mean([x.request_bytes for x in steps]),
-        "recovered_after_error": s.recovered_after_error, "failed_first_tries": s.failed_first_tries,
-        "boundary_violations": s.boundary_violations, "protocol_violations": s.protocol_violations,
-        "parse_failures": s.parse_failures, "stable_prefix": s.stable_prefix, "latency_s": _latency(r),
-        "error": r.trace.error, "stuck": stuck.stuck, "stuck_repeats": stuck.repeats,
-    }  # fmt: skip
-
-
-Part = Callable[[Mapping[str, Any]], tuple[float, float]]
-
-
-def _per_episode(column: str) -> Part:
-    def part(row: Mapping[str, Any]) -> tuple[float, float]:
-        value = row[column]
-        return (0.0, 0.0) if value is None else (float(value), 1.0)
-
-    return part
-
-
-# Each metric of summarize_cell as a per-episode (numerator, denominator): the cell's value is
-# sum(numerators) / sum(denominators), or, for totals, sum(numerators).
-PARTS: dict[str, Part] = {
-    "success_rate": _per_episode("success"),
-    "first_try_accuracy": lambda r: (float(r["first_try_correct"]), float(r["expected_calls"])),
-    "selection_accuracy": _per_episode("selection_correct"),
-    "round_trips": _per_episode("round_trips"),
-    "overhead_round_trips": _per_episode("overhead_round_trips"),
-    "prompt_tokens_per_step": _per_episode("prompt_tokens_per_step"),
-    "request_bytes_per_step": _per_episode("request_bytes_per_step"),
-    "recovered_after_error": _per_episode("recovered_after_error"),
-    "boundary_violations": _per_episode("boundary_violations"),
-    "protocol_violations": _per_episode("protocol_violations"),
-    "parse_failures": _per_episode("parse_failures"),
-    "stable_prefix_rate": _per_episode("stable_prefix"),
-    "latency_s": _per_episode("latency_s"),
-    "stuck_rate": _per_episode("stuck"),
-}
-TOTALS = {"recovered_after_error"}
-
-
-def paired_deltas(before: list[Mapping[str, Any]], after: list[Mapping[str, Any]], seed: int = 0) -> list[MetricDelta]:
-    """Every metric before and after, with a 95% paired-bootstrap interval of the difference."""
-    import numpy as np
-
-    sb, sa = summarize_cell(before), summarize_cell(after)
-    rng = np.random.default_rng(seed)
-    n = len(before)
-    picks = rng.integers(0, n, size=(BOOTSTRAP_ROUNDS, n)) if n else None
-    out = []
-    for name in METRICS:
-        if name not in PARTS:
-            continue
-        low = high = None
-        if picks is not None:
-            parts_b = np.array([PARTS[name](r) for r in before])
-            parts_a = np.array([PARTS[name](r) for r in after])
-            with np.errstate(invalid="ignore", divide="ignore"):
-                if name in TOTALS:
-                    diff = parts_a[picks, 0].sum(1) - parts_b[picks, 0].sum(1)
-                else:
-                    diff = parts_a[picks, 0].sum(1) / parts_a[picks, 1].sum(1) - (
-                        parts_b[picks, 0].sum(1) / parts_b[picks, 1].sum(1)
-                    )
-            diff = diff[~np.isnan(diff)]
-            if len(diff):
-                low, high = float(np.percentile(diff, 2.5)), float(np.percentile(diff, 97.5))
-        out.append(MetricDelta(name, METRICS[name].label, sb.get(name), sa.get(name), low, high))
-    return out
 
 
 def analyse_run(run: str | Path, ks: Sequence[int], suites: Suites) -> tuple[RunCheck, dict[int, list[CellEffect]]]:
@@ -300,6 +203,7 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
 
 
 def describe(o: Outcome) -> str:
+    """One line on an episode whose outcome the cut changes."""
     b, a = o.before.score, o.after.score
     steps = len(o.episode.steps)
     where = f"stopped after step {o.cut} of {steps}" if o.cut is not None else "not stopped"
@@ -314,6 +218,7 @@ def describe(o: Outcome) -> str:
 
 
 def format_check(check: RunCheck) -> str:
+    """The self-check and repeat statistics of one run, as text."""
     lines = [
         f"{check.run}: {check.episodes} episodes, {check.steps} steps; {check.identical_steps} steps "
         f"({_pct(check.identical_steps, check.steps)}) repeat the previous step's calls, {check.repeat_steps} "
@@ -348,6 +253,7 @@ SUMMARY_HEAD = [
 
 
 def summary_rows(run: str, k: int, cells: list[CellEffect]) -> list[str]:
+    """The summary table's row of one run and K (its cells together)."""
     outcomes = [o for c in cells for o in c.outcomes]
     before = summarize_cell([summary_row(o.before) for o in outcomes])
     after = summarize_cell([summary_row(o.after) for o in outcomes])
@@ -365,6 +271,7 @@ def summary_rows(run: str, k: int, cells: list[CellEffect]) -> list[str]:
 
 
 def format_cells(run: str, k: int, cells: list[CellEffect]) -> str:
+    """The per-cell section of one run and K, as markdown."""
     parts = [f"## {Path(run).name}, stop_on_repeat={k}"]
     for c in cells:
         saved = c.latency_before - c.latency_after
