@@ -16,10 +16,29 @@ from typing import Any
 from surfbench.bench.power import mde_from_interval, mde_paired
 
 PAIR_KEYS = ("suite", "model", "mode", "task_id", "repeat")
+PAIRED_METRICS = ("success_rate", "first_try_accuracy")
+"""The registry metrics (bench.metrics.METRICS) compared on paired episodes."""
+
+
+@dataclass(frozen=True)
+class PairedDelta:
+    """One metric compared on the paired tasks: candidate minus baseline, with its 95% interval."""
+
+    metric: str
+    """A name of :data:`PAIRED_METRICS`."""
+    delta: float | None
+    low: float | None
+    high: float | None
+    baseline: float | None
+    """The baseline's value on the paired tasks."""
+    mde: float | None
+    """Smallest difference these pairs detect at 80% power, 5% two-sided."""
 
 
 @dataclass(frozen=True)
 class Paired:
+    """A candidate surface against the baseline, per model, on the episodes both ran."""
+
     candidate: str
     baseline: str
     model: str
@@ -48,6 +67,20 @@ class Paired:
     """Smallest success difference these pairs detect at 80% power, 5% two-sided (bench.power)."""
     first_try_mde: float | None = None
     """Smallest first-try accuracy difference these pairs detect at 80% power, 5% two-sided."""
+
+    def delta(self, metric: str) -> PairedDelta:
+        """The paired comparison of registry metric ``metric`` (one of :data:`PAIRED_METRICS`)."""
+        if metric == "first_try_accuracy":
+            return PairedDelta(
+                metric, self.first_try_delta, self.first_try_delta_low, self.first_try_delta_high,
+                self.baseline_first_try, self.first_try_mde,
+            )  # fmt: skip
+        if metric == "success_rate":
+            return PairedDelta(
+                metric, self.success_delta, self.success_delta_low, self.success_delta_high, self.baseline_success,
+                self.success_mde,
+            )  # fmt: skip
+        raise KeyError(f"{metric!r} is not compared on paired episodes (only {', '.join(PAIRED_METRICS)})")
 
     @property
     def discordance(self) -> float:

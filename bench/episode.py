@@ -16,11 +16,11 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from surfbench.bench.backend import Backend, ToolError
 from surfbench.bench.models.client import ContextOverflow, EndpointRefused
-from surfbench.bench.models.types import ModelRequest, ModelTurn, ParsedCall
+from surfbench.bench.models.types import ModelClient, ModelRequest, ModelTurn, ParsedCall
 from surfbench.bench.records import CallRecord, EpisodeTrace, StepRecord
 from surfbench.bench.stuck import STUCK_REPEAT, RepeatTracker
 from surfbench.bench.suite import Task
@@ -45,12 +45,6 @@ class LoopSettings:
     seed: int | None = 0
     stop_on_repeat: int | None = None
     """End the episode at the K-th consecutive identical repeat of a failing step (bench.stuck); None: never."""
-
-
-class Complete(Protocol):
-    """Anything with ``complete(request) -> ModelTurn`` (LiteLLMClient, ScriptedClient)."""
-
-    def complete(self, request: ModelRequest) -> ModelTurn: ...
 
 
 def _result_text(value: Any) -> str:
@@ -88,7 +82,7 @@ def run_episode(
     task: Task,
     session: Session,
     backend: Backend,
-    client: Complete,
+    client: ModelClient,
     settings: LoopSettings,
     system_prompt: str,
     catalog_ops: Callable[[str], dict[str, Any] | None],

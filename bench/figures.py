@@ -22,7 +22,7 @@ def _accuracy(data: ReportData) -> tuple[str, str]:
     Suites without expected calls (judged on final state or answer only, like workspace) have no
     first tries.
     """
-    if any(c.summary.get("first_try_accuracy") is not None for c in data.cells):
+    if any(c.summary.first_try_accuracy is not None for c in data.cells):
         return "first_try_accuracy", "first-try argument accuracy"
     return "success_rate", "task success"
 
@@ -37,13 +37,13 @@ def pareto(data: ReportData, path: Path) -> Path:
     surfaces = sorted({str(c.keys["surface"]) for c in data.cells})
     plotted = 0
     for cell in data.cells:
-        s = cell.summary
-        if not s["prompt_tokens_per_step"] or s[key] is None:
+        tokens, acc = cell.summary.prompt_tokens_per_step, cell.summary.metric(key)
+        if not tokens or acc is None:
             continue
         m = models.index(str(cell.keys["model"]))
         k = surfaces.index(str(cell.keys["surface"]))
-        ax.scatter(s["prompt_tokens_per_step"], 100 * s[key], color=f"C{m}", marker=markers[k % 8], s=60)
-        ax.annotate(str(cell.keys["surface"]), (s["prompt_tokens_per_step"], 100 * s[key]),
+        ax.scatter(tokens, 100 * acc, color=f"C{m}", marker=markers[k % 8], s=60)
+        ax.annotate(str(cell.keys["surface"]), (tokens, 100 * acc),
                     fontsize=7, xytext=(4, 3), textcoords="offset points")  # fmt: skip
         plotted += 1
     for m, model in enumerate(models):
@@ -68,7 +68,7 @@ def by_size(data: ReportData, path: Path) -> Path:
     key, label = _accuracy(data)
     series: dict[str, list[tuple[float, float]]] = {}
     for cell in data.cells:
-        size, acc = cell.keys["params_b"], cell.summary[key]
+        size, acc = cell.keys["params_b"], cell.summary.metric(key)
         if acc is None or size is None or size != size:  # NaN check
             continue
         series.setdefault(str(cell.keys["surface"]), []).append((float(size), 100 * acc))
@@ -113,6 +113,7 @@ def heatmap(data: ReportData, path: Path, max_ops: int = 40) -> Path:
 
 
 def draw_all(data: ReportData, out_dir: Path) -> dict[str, Path]:
+    """Draw the report's figures into ``out_dir``; figure title -> PNG path (none without cells)."""
     if not data.cells:
         return {}
     figures = {

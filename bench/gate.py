@@ -32,17 +32,40 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
+from surfbench.bench.compare import Paired, paired_comparisons
 from surfbench.bench.config import ConfigError
 from surfbench.bench.evidence import surface_label
-from surfbench.bench.metrics import summarize_cell
+from surfbench.bench.metrics import METRICS, Metric, summarize_cell
 from surfbench.bench.provenance import RunView, load_current
+from surfbench.bench.tables import CellSummary
 
-KINDS = ("help_bytes_max", "prompt_tokens_ratio_max", "first_try_drop_max", "round_trips_ratio_max", "success_drop_max")
-DROP_KINDS = ("first_try_drop_max", "success_drop_max")
+
+@dataclass(frozen=True)
+class CriterionKind:
+    """What a criterion kind judges: a registry metric (bench.metrics.METRICS, which gives its direction) and how.
+
+    ``limit``: every help payload is at most the value (at least, for a higher-is-better metric);
+    ``ratio``: the candidate's cell value over the baseline's, oriented so that above 1 is worse, is at
+    most the value; ``drop``: the paired difference, oriented so that positive is worse, is at most the
+    value (a share: the metric is a proportion).
+    """
+
+    metric: str
+    test: Literal["limit", "ratio", "drop"]
+
+
+KINDS: dict[str, CriterionKind] = {
+    "help_bytes_max": CriterionKind("help_bytes", "limit"),
+    "prompt_tokens_ratio_max": CriterionKind("prompt_tokens_per_step", "ratio"),
+    "first_try_drop_max": CriterionKind("first_try_accuracy", "drop"),
+    "round_trips_ratio_max": CriterionKind("round_trips", "ratio"),
+    "success_drop_max": CriterionKind("success_rate", "drop"),
+}
+DROP_KINDS = tuple(name for name, kind in KINDS.items() if kind.test == "drop")
 CRITERION_KEYS = ("kind", "value", "on_fail")
 NO_EVIDENCE = "no evidence"
 DECISIONS = ("ship", "revise", "close")
@@ -51,6 +74,8 @@ EXIT = {"ship": 0, "revise": 1, "close": 2}
 
 @dataclass(frozen=True)
 class Criterion:
+    """One line of a criteria file: a kind of :data:`KINDS`, its threshold, and the decision a fail means."""
+
     kind: str
     value: float
     on_fail: str = "revise"
@@ -58,6 +83,8 @@ class Criterion:
 
 @dataclass(frozen=True)
 class Verdict:
+    """One criterion judged for one candidate surface on one model."""
+
     candidate: str
     model: str
     criterion: str
@@ -72,6 +99,8 @@ class Verdict:
 
 @dataclass(frozen=True)
 class GateResult:
+    """Every verdict, and the decisions they add up to."""
+
     name: str
     baseline: str
     verdicts: list[Verdict]
@@ -85,12 +114,14 @@ class GateResult:
 
     @property
     def exit_code(self) -> int:
+        """0 if some candidate ships, 1 if the best is revise, 2 if all close (or there is no candidate)."""
         if not self.decisions:
             return 2
         return min(EXIT[d] for d in self.decisions.values())
 
 
 def load_criteria(path: Path) -> dict[str, Any]:
+    """The criteria file, checked field by field (a ConfigError names the file and the field)."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -206,8 +237,7 @@ def _help_sizes(view: RunView, candidate: str) -> tuple[dict[str, int], list[str
 
 
 def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> GateResult:
-    from surfbench.bench.compare import paired_comparisons
-
+    """Judge every candidate surface of the runs on the criteria file's criteria."""
     spec = load_criteria(criteria_path)
     view = load_current(runs, keep_newest=keep_newest)
     frame = view.frame
@@ -248,73 +278,82 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
     return GateResult(name, baseline, verdicts, decisions, per_model, configs, list(view.notes))
 
 
-def _ratio_verdict(c: Criterion, cand: str, model: str, mine: float | None, base: float | None, what: str) -> Verdict:
-    if mine is None or not base:
-        return Verdict(cand, model, c.kind, c.value, f"{what}: not measured", NO_EVIDENCE, c.on_fail)
-    ratio = mine / base
+def _ratio_verdict(
+    c: Criterion, cand: str, model: str, metric: Metric, mine: float | None, base: float | None
+) -> Verdict:
+    # the ratio's denominator: the baseline's value, or the candidate's for a higher-is-better metric
+    if mine is None or base is None or not (mine if metric.higher_is_better else base):
+        return Verdict(cand, model, c.kind, c.value, f"{metric.label}: not measured", NO_EVIDENCE, c.on_fail)
+    ratio = metric.worse_ratio(mine, base)
     outcome = "pass" if ratio <= c.value else "fail"
-    return Verdict(
-        cand, model, c.kind, c.value, f"{what} {mine:,.1f} vs {base:,.1f} = {ratio:.2f}x", outcome, c.on_fail
-    )
+    observed = f"{metric.label} {mine:,.1f} vs {base:,.1f} = {ratio:.2f}x"
+    return Verdict(cand, model, c.kind, c.value, observed, outcome, c.on_fail)
+
+
+def _limit_verdict(c: Criterion, cand: str, model: str, metric: Metric, helps: dict[str, int]) -> Verdict:
+    if not helps:
+        # nothing to measure is not a measurement within the budget
+        return Verdict(cand, model, c.kind, c.value, "surface has no help payloads", NO_EVIDENCE, c.on_fail)
+    worst = max(helps, key=lambda n: metric.worsening(helps[n]))
+    beyond = sum(1 for size in helps.values() if metric.worsening(size) > metric.worsening(c.value))
+    outcome = "pass" if metric.worsening(helps[worst]) <= metric.worsening(c.value) else "fail"
+    extreme, side = ("smallest", "under") if metric.higher_is_better else ("largest", "over")
+    observed = f"{extreme} {helps[worst]:,} B ({worst}); {beyond} of {len(helps)} {side}"
+    return Verdict(cand, model, c.kind, c.value, observed, outcome, c.on_fail)
+
+
+def _drop_verdict(c: Criterion, cand: str, model: str, metric: Metric, pair: Paired | None) -> Verdict:
+    d = pair.delta(metric.name) if pair is not None else None
+    if pair is None or d is None or d.delta is None or d.low is None or d.high is None:
+        return Verdict(cand, model, c.kind, c.value, f"no paired {metric.label}", NO_EVIDENCE, c.on_fail)
+    # oriented so that positive is worse: a drop for a higher-is-better metric, a rise otherwise
+    drop = metric.worsening(d.delta)
+    worst, best = sorted((metric.worsening(d.low), metric.worsening(d.high)), reverse=True)
+    # how far the baseline can worsen at all (the metric is a share: down to 0, or up to 1)
+    room = (d.baseline or 0.0) if metric.higher_is_better else 1.0 - (d.baseline if d.baseline is not None else 1.0)
+    word = "drop" if metric.higher_is_better else "rise"
+    observed = f"{word} {100 * drop:+.1f} pts [95% CI {100 * best:+.1f}, {100 * worst:+.1f}] over {pair.pairs} tasks"
+    if d.mde is not None:
+        observed += f"; MDE {100 * d.mde:.1f} pts"
+    outcome = "pass" if worst <= c.value else ("fail" if best > c.value else "inconclusive")
+    if outcome == "inconclusive" and d.mde is not None and c.value < d.mde and room > c.value:
+        # the run is too small to see a drop of the threshold's size: say what would be enough
+        needed = math.ceil(pair.pairs * (d.mde / c.value) ** 2) if c.value > 0 else None
+        outcome = "underpowered"
+        observed += f"; threshold below the MDE: about {needed} paired tasks x repeats needed" if needed else ""
+    if outcome == "pass" and room <= c.value:
+        # the baseline is too weak to lose more than the allowed drop: no test can fail, so none passes
+        shown = d.baseline or 0.0
+        observed += (
+            f"; baseline {'only' if metric.higher_is_better else 'already'} {100 * shown:.0f}%: a {word} cannot show"
+        )
+        outcome = "inconclusive"
+    return Verdict(cand, model, c.kind, c.value, observed, outcome, c.on_fail)
 
 
 def _verdict(
     c: Criterion,
     cand: str,
     model: str,
-    base: dict[str, Any],
-    mine: dict[str, Any],
-    pair: Any,
+    base: CellSummary,
+    mine: CellSummary,
+    pair: Paired | None,
     helps: dict[str, int],
 ) -> Verdict:
-    if c.kind == "help_bytes_max":
-        if not helps:
-            # nothing to measure is not a measurement within the budget
-            return Verdict(cand, model, c.kind, c.value, "surface has no help payloads", NO_EVIDENCE, c.on_fail)
-        worst = max(helps, key=lambda n: helps[n])
-        over = sum(1 for s in helps.values() if s > c.value)
-        outcome = "pass" if helps[worst] <= c.value else "fail"
-        observed = f"largest {helps[worst]:,} B ({worst}); {over} of {len(helps)} over"
-        return Verdict(cand, model, c.kind, c.value, observed, outcome, c.on_fail)
-    if c.kind == "prompt_tokens_ratio_max":
-        return _ratio_verdict(
-            c, cand, model, mine["prompt_tokens_per_step"], base["prompt_tokens_per_step"], "prompt tok/step"
-        )
-    if c.kind == "round_trips_ratio_max":
-        return _ratio_verdict(c, cand, model, mine["round_trips"], base["round_trips"], "round trips")
-    if c.kind in ("first_try_drop_max", "success_drop_max"):
-        first_tries = c.kind == "first_try_drop_max"
-        if pair is None:
-            delta = low = high = baseline = None
-        elif first_tries:
-            delta, low, high = pair.first_try_delta, pair.first_try_delta_low, pair.first_try_delta_high
-            baseline = pair.baseline_first_try
-        else:
-            delta, low, high = pair.success_delta, pair.success_delta_low, pair.success_delta_high
-            baseline = pair.baseline_success
-        if delta is None or low is None or high is None:
-            what = "first tries" if first_tries else "success"
-            return Verdict(cand, model, c.kind, c.value, f"no paired {what}", NO_EVIDENCE, c.on_fail)
-        drop, worst, best = -delta, -low, -high
-        mde = pair.first_try_mde if first_tries else pair.success_mde
-        observed = f"drop {100 * drop:+.1f} pts [95% CI {100 * best:+.1f}, {100 * worst:+.1f}] over {pair.pairs} tasks"
-        if mde is not None:
-            observed += f"; MDE {100 * mde:.1f} pts"
-        outcome = "pass" if worst <= c.value else ("fail" if best > c.value else "inconclusive")
-        if outcome == "inconclusive" and mde is not None and c.value < mde and (baseline or 0.0) > c.value:
-            # the run is too small to see a drop of the threshold's size: say what would be enough
-            needed = math.ceil(pair.pairs * (mde / c.value) ** 2) if c.value > 0 else None
-            outcome = "underpowered"
-            observed += f"; threshold below the MDE: about {needed} paired tasks x repeats needed" if needed else ""
-        if outcome == "pass" and (baseline or 0.0) <= c.value:
-            # the baseline is too weak to lose more than the allowed drop: no test can fail, so none passes
-            observed += f"; baseline only {100 * (baseline or 0.0):.0f}%: a drop cannot show"
-            outcome = "inconclusive"
-        return Verdict(cand, model, c.kind, c.value, observed, outcome, c.on_fail)
-    raise ConfigError(f"unknown criterion {c.kind!r}")
+    """Judge criterion ``c``; the metric it measures and that metric's direction come from the registry."""
+    kind = KINDS.get(c.kind)
+    if kind is None:
+        raise ConfigError(f"unknown criterion {c.kind!r}")
+    metric = METRICS[kind.metric]
+    if kind.test == "limit":
+        return _limit_verdict(c, cand, model, metric, helps)
+    if kind.test == "ratio":
+        return _ratio_verdict(c, cand, model, metric, mine.metric(metric.name), base.metric(metric.name))
+    return _drop_verdict(c, cand, model, metric, pair)
 
 
 def format_gate(result: GateResult) -> str:
+    """The gate's verdicts table and decisions, as ``surfbench gate`` prints them."""
     lines = [f"gate {result.name}: baseline {result.baseline}", ""]
     lines.append("| candidate | model | criterion | threshold | observed | outcome |")
     lines.append("|---|---|---|---|---|---|")

@@ -1,7 +1,8 @@
-"""Aggregate episode rows into the per-cell numbers reports show.
+"""Aggregate episode rows into the per-cell numbers reports show, and the registry of those metrics.
 
-Each metric declares whether higher is better and how it aggregates, so that nothing downstream
-hard-codes a direction (the lm-evaluation-harness lesson).
+Each metric declares its label, how it prints and whether higher is better (:data:`METRICS`); the
+report, the gate and whatif read these, so that nothing downstream hard-codes a direction (the
+lm-evaluation-harness lesson).
 """
 
 from __future__ import annotations
@@ -10,40 +11,76 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from surfbench.bench.scorer import is_context_overflow
+from surfbench.bench.tables import CellSummary
+
+MetricKind = Literal["pct", "num", "count"]
 
 
 @dataclass(frozen=True)
 class Metric:
+    """One number reports and gates show: what it is, how it prints, and which way is better."""
+
     name: str
+    """The CellSummary field (for per-cell metrics) and the name criteria and tables refer to it by."""
     label: str
+    """Short column label (report and whatif tables, gate lines)."""
     higher_is_better: bool | None
-    """None where there is no better direction (latency is lower-better; counts of tools are neutral)."""
+    """None where there is no better direction (latency is lower-better; counts of episodes are neutral)."""
     description: str
+    kind: MetricKind = "num"
+    """How values print: ``pct`` (a share, as 42%), ``num`` (1 decimal, thousands separated), ``count`` (as is)."""
+    per_cell: bool = True
+    """Aggregated per cell by :func:`summarize_cell`; False for a property of the surface (help payload size)."""
+
+    def format(self, value: Any) -> str:
+        """``value`` as reports print this metric ("-" when missing)."""
+        if self.kind == "count":
+            return "-" if _missing(value) else str(value)
+        return fmt(value, "pct" if self.kind == "pct" else "")
+
+    def _direction(self) -> bool:
+        if self.higher_is_better is None:
+            raise ValueError(f"metric {self.name!r} has no better direction: no criterion can judge it")
+        return self.higher_is_better
+
+    def worsening(self, change: float) -> float:
+        """How much worse a change (candidate minus baseline) makes this metric: positive is worse."""
+        return -change if self._direction() else change
+
+    def worse_ratio(self, candidate: float, baseline: float) -> float:
+        """Candidate over baseline, oriented so that above 1 is worse (baseline over candidate if higher is better)."""
+        return baseline / candidate if self._direction() else candidate / baseline
 
 
-METRICS = {
+METRICS: dict[str, Metric] = {
     m.name: m
     for m in (
-        Metric("episodes", "episodes", None, "episodes in the cell"),
-        Metric("success_rate", "success", True, "share of episodes whose checks all hold"),
-        Metric("first_try_accuracy", "first-try args", True, "micro-average over expected calls"),
-        Metric("selection_accuracy", "selection", True, "first canonical call names the expected first op"),
+        Metric("episodes", "episodes", None, "episodes in the cell", "count"),
+        Metric("success_rate", "success", True, "share of episodes whose checks all hold", "pct"),
+        Metric("first_try_accuracy", "first-try args", True, "micro-average over expected calls", "pct"),
+        Metric("selection_accuracy", "selection", True, "first canonical call names the expected first op", "pct"),
         Metric("round_trips", "round trips", False, "model calls per episode"),
         Metric("overhead_round_trips", "overhead RT", False, "model calls with only meta calls, per episode"),
         Metric("prompt_tokens_per_step", "prompt tok/step", False, "provider-reported prompt tokens per model call"),
         Metric("request_bytes_per_step", "request B/step", False, "JSON request body bytes per model call"),
-        Metric("recovered_after_error", "recovered", True, "operations recovered after a failed first call"),
+        Metric("recovered_after_error", "recovered", True, "operations recovered after a failed first call", "count"),
         Metric("boundary_violations", "boundary viol.", False, "calls to tools not exposed, per episode"),
         Metric("protocol_violations", "protocol viol.", False, "operations called before loading, per episode"),
         Metric("parse_failures", "parse fail.", False, "unparseable tool calls, per episode"),
-        Metric("stable_prefix_rate", "stable prefix", True, "share of episodes with an unchanged tool block"),
-        Metric("latency_s", "latency s", False, "model time per episode"),
-        Metric("stuck_rate", "stuck", False, "share of episodes that sent the same failing output 3 times in a row"),
+        Metric("stable_prefix_rate", "stable prefix", True, "share of episodes with an unchanged tool block", "pct"),
+        Metric("latency_s", "latency s/ep", False, "model time per episode, seconds"),
+        Metric(
+            "stuck_rate", "stuck", False, "share of episodes that sent the same failing output 3 times in a row", "pct"
+        ),
+        Metric(
+            "help_bytes", "help B", False, "largest help payload of the surface, UTF-8 bytes", "count", per_cell=False
+        ),
     )
 }
+"""The metric registry: report tables, gate criteria and whatif read names, labels, formats and directions here."""
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -66,37 +103,37 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or str(value) == "<NA>"
 
 
-def summarize_cell(rows: list[Mapping[str, Any]]) -> dict[str, Any]:
+def summarize_cell(rows: list[Mapping[str, Any]]) -> CellSummary:
     """The cell's aggregate numbers from its episode rows (dicts or DataFrame records)."""
     expected = sum(int(r["expected_calls"]) for r in rows)
     correct = sum(int(r["first_try_correct"]) for r in rows)
     low, high = wilson(correct, expected)
     selections = [r["selection_correct"] for r in rows if r.get("selection_correct") is not None]
     sel = [bool(x) for x in selections if not (isinstance(x, float) and math.isnan(x))]
-    return {
-        "episodes": len(rows),
-        "success_rate": _mean(1.0 if r["success"] else 0.0 for r in rows),
-        "first_try_accuracy": correct / expected if expected else None,
-        "first_try_ci_low": low if expected else None,
-        "first_try_ci_high": high if expected else None,
-        "expected_calls": expected,
-        "selection_accuracy": sum(sel) / len(sel) if sel else None,
-        "round_trips": _mean(r["round_trips"] for r in rows),
-        "overhead_round_trips": _mean(r["overhead_round_trips"] for r in rows),
-        "prompt_tokens_per_step": _mean(r["prompt_tokens_per_step"] for r in rows),
-        "request_bytes_per_step": _mean(r["request_bytes_per_step"] for r in rows),
-        "recovered_after_error": sum(int(r["recovered_after_error"]) for r in rows),
-        "failed_first_tries": sum(int(r["failed_first_tries"]) for r in rows),
-        "boundary_violations": _mean(r["boundary_violations"] for r in rows),
-        "protocol_violations": _mean(r["protocol_violations"] for r in rows),
-        "parse_failures": _mean(r["parse_failures"] for r in rows),
-        "stable_prefix_rate": _mean(1.0 if r["stable_prefix"] else 0.0 for r in rows),
-        "latency_s": _mean(r["latency_s"] for r in rows),
+    return CellSummary(
+        episodes=len(rows),
+        success_rate=_mean(1.0 if r["success"] else 0.0 for r in rows),
+        first_try_accuracy=correct / expected if expected else None,
+        first_try_ci_low=low if expected else None,
+        first_try_ci_high=high if expected else None,
+        expected_calls=expected,
+        selection_accuracy=sum(sel) / len(sel) if sel else None,
+        round_trips=_mean(r["round_trips"] for r in rows),
+        overhead_round_trips=_mean(r["overhead_round_trips"] for r in rows),
+        prompt_tokens_per_step=_mean(r["prompt_tokens_per_step"] for r in rows),
+        request_bytes_per_step=_mean(r["request_bytes_per_step"] for r in rows),
+        recovered_after_error=sum(int(r["recovered_after_error"]) for r in rows),
+        failed_first_tries=sum(int(r["failed_first_tries"]) for r in rows),
+        boundary_violations=_mean(r["boundary_violations"] for r in rows),
+        protocol_violations=_mean(r["protocol_violations"] for r in rows),
+        parse_failures=_mean(r["parse_failures"] for r in rows),
+        stable_prefix_rate=_mean(1.0 if r["stable_prefix"] else 0.0 for r in rows),
+        latency_s=_mean(r["latency_s"] for r in rows),
         # runs recorded before stuck detection have no such column: unknown, not 0
-        "stuck_rate": _mean(None if _missing(r.get("stuck")) else float(bool(r["stuck"])) for r in rows),
-        "harness_errors": sum(1 for r in rows if r.get("error") and not is_context_overflow(r.get("error"))),
-        "context_overflows": sum(1 for r in rows if is_context_overflow(r.get("error"))),
-    }
+        stuck_rate=_mean(None if _missing(r.get("stuck")) else float(bool(r["stuck"])) for r in rows),
+        harness_errors=sum(1 for r in rows if r.get("error") and not is_context_overflow(r.get("error"))),
+        context_overflows=sum(1 for r in rows if is_context_overflow(r.get("error"))),
+    )
 
 
 def per_operation(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
@@ -112,6 +149,7 @@ def per_operation(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int
 
 
 def fmt(value: Any, kind: str = "") -> str:
+    """A number as reports print it: ``pct`` a share as 42%; else 1 decimal (none from 1,000), "-" if missing."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if kind == "pct":
@@ -121,30 +159,35 @@ def fmt(value: Any, kind: str = "") -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def format_summary(summary: Mapping[str, Any]) -> str:
+def show(summary: CellSummary, name: str) -> str:
+    """Metric ``name`` of ``summary`` in the metric's own format."""
+    return METRICS[name].format(summary.metric(name))
+
+
+def format_summary(summary: CellSummary) -> str:
+    """The cell's numbers as ``surfbench run`` prints them after a sweep."""
     ci = ""
-    if summary.get("first_try_ci_low") is not None:
-        ci = f" [{fmt(summary['first_try_ci_low'], 'pct')}, {fmt(summary['first_try_ci_high'], 'pct')}]"
+    if summary.first_try_ci_low is not None:
+        ci = f" [{fmt(summary.first_try_ci_low, 'pct')}, {fmt(summary.first_try_ci_high, 'pct')}]"
     lines = [
-        f"episodes               {summary['episodes']}",
-        f"success                {fmt(summary['success_rate'], 'pct')}",
-        f"first-try arg accuracy {fmt(summary['first_try_accuracy'], 'pct')}{ci}"
-        f" over {summary['expected_calls']} calls",
-        f"tool selection         {fmt(summary['selection_accuracy'], 'pct')}",
-        f"round trips / episode  {fmt(summary['round_trips'])} (overhead {fmt(summary['overhead_round_trips'])})",
-        f"prompt tokens / step   {fmt(summary['prompt_tokens_per_step'])}",
-        f"request bytes / step   {fmt(summary['request_bytes_per_step'])}",
-        f"recovered after error  {summary['recovered_after_error']} of {summary['failed_first_tries']}",
-        f"boundary violations    {fmt(summary['boundary_violations'])} / episode",
-        f"protocol violations    {fmt(summary['protocol_violations'])} / episode",
-        f"parse failures         {fmt(summary['parse_failures'])} / episode",
-        f"stable prefix          {fmt(summary['stable_prefix_rate'], 'pct')}",
-        f"model latency          {fmt(summary['latency_s'])} s / episode",
+        f"episodes               {show(summary, 'episodes')}",
+        f"success                {show(summary, 'success_rate')}",
+        f"first-try arg accuracy {show(summary, 'first_try_accuracy')}{ci} over {summary.expected_calls} calls",
+        f"tool selection         {show(summary, 'selection_accuracy')}",
+        f"round trips / episode  {show(summary, 'round_trips')} (overhead {show(summary, 'overhead_round_trips')})",
+        f"prompt tokens / step   {show(summary, 'prompt_tokens_per_step')}",
+        f"request bytes / step   {show(summary, 'request_bytes_per_step')}",
+        f"recovered after error  {show(summary, 'recovered_after_error')} of {summary.failed_first_tries}",
+        f"boundary violations    {show(summary, 'boundary_violations')} / episode",
+        f"protocol violations    {show(summary, 'protocol_violations')} / episode",
+        f"parse failures         {show(summary, 'parse_failures')} / episode",
+        f"stable prefix          {show(summary, 'stable_prefix_rate')}",
+        f"model latency          {show(summary, 'latency_s')} s / episode",
     ]
-    if summary.get("stuck_rate") is not None:
-        lines.append(f"stuck                  {fmt(summary['stuck_rate'], 'pct')} of episodes (same failing call 3x)")
-    if summary.get("context_overflows"):
-        lines.append(f"context overflows      {summary['context_overflows']} (the conversation outgrew the model)")
-    if summary.get("harness_errors"):
-        lines.append(f"harness errors         {summary['harness_errors']}")
+    if summary.stuck_rate is not None:
+        lines.append(f"stuck                  {show(summary, 'stuck_rate')} of episodes (same failing call 3x)")
+    if summary.context_overflows:
+        lines.append(f"context overflows      {summary.context_overflows} (the conversation outgrew the model)")
+    if summary.harness_errors:
+        lines.append(f"harness errors         {summary.harness_errors}")
     return "\n".join(lines)

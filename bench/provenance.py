@@ -56,6 +56,7 @@ def latest_cells(info: dict[str, Any]) -> dict[tuple[str, ...], dict[str, Any]]:
 
 
 def cell_by_id(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The run's recorded cells by cell id (cells recorded before ids are left out)."""
     return {str(c["cell_id"]): c for c in info["cells"] if isinstance(c, dict) and c.get("cell_id")}
 
 

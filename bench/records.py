@@ -1,6 +1,8 @@
 """What an episode leaves behind: one record per model call (step) and per tool call.
 
-The episode loop fills these; the scorer reads them; the results store writes them as table rows.
+The episode loop fills these; the scorer reads them; the results store writes them as table rows
+(:mod:`surfbench.bench.tables`). Every field carries its one-line doc in ``field(metadata=doc(...))``,
+so that the table schemas (:mod:`surfbench.bench.schema`) and their documentation come from one place.
 """
 
 from __future__ import annotations
@@ -8,64 +10,78 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+DOC = "doc"
+"""The field-metadata key of a column's one-line description."""
+
+
+def doc(text: str) -> dict[str, str]:
+    """Field metadata holding a column's one-line description: ``field(metadata=doc("..."))``."""
+    return {DOC: text}
+
 
 @dataclass(frozen=True)
 class CallRecord:
     """One tool call the model made, and where it went."""
 
-    step: int
-    """Index of the model call (0-based) that made this tool call."""
-    index: int
-    """Position of the call within its step."""
-    tool: str
-    """The surface tool the model called."""
-    arguments: Any
-    """Arguments as the model sent them (for a dispatcher: the operation's args)."""
-    kind: str
-    """``operation`` (reached the backend), ``meta`` (help/load/search), ``rejected`` or ``parse_error``."""
-    operation: str | None = None
-    """Canonical operation named by the call, after routing."""
-    meta: str | None = None
-    """``help``, ``load`` or ``search`` for meta calls."""
-    error_type: str | None = None
-    """Why the surface rejected it (bench.taxonomy: a core type, or one its suite or surface declares)."""
-    schema_valid: bool | None = None
-    """Whether the arguments pass the operation's own schema (for calls naming an operation)."""
-    backend_ok: bool | None = None
-    """For calls that reached the backend: did the operation succeed."""
-    result: str = ""
-    """What went back to the model (truncated)."""
+    step: int = field(metadata=doc("Index of the model call (0-based) that made this tool call."))
+    index: int = field(metadata=doc("Position of the call within its step."))
+    tool: str = field(metadata=doc("The surface tool the model called."))
+    arguments: Any = field(metadata=doc("Arguments as the model sent them (for a dispatcher: the operation's args)."))
+    kind: str = field(
+        metadata=doc(
+            "``operation`` (reached the backend), ``meta`` (help/load/search), ``rejected`` or ``parse_error``."
+        )
+    )
+    operation: str | None = field(default=None, metadata=doc("Canonical operation named by the call, after routing."))
+    meta: str | None = field(default=None, metadata=doc("``help``, ``load`` or ``search`` for meta calls."))
+    error_type: str | None = field(
+        default=None,
+        metadata=doc(
+            "Why the surface rejected it (bench.taxonomy: a core type, or one its suite or surface declares)."
+        ),
+    )
+    schema_valid: bool | None = field(
+        default=None, metadata=doc("Whether the arguments pass the operation's own schema (calls naming an operation).")
+    )
+    backend_ok: bool | None = field(
+        default=None, metadata=doc("For calls that reached the backend: did the operation succeed.")
+    )
+    result: str = field(default="", metadata=doc("What went back to the model (truncated)."))
 
 
 @dataclass(frozen=True)
 class StepRecord:
     """One model call."""
 
-    step: int
-    request_bytes: int
-    """UTF-8 length of the JSON request body."""
-    request_bytes_source: str
-    prompt_tokens: int | None
-    """As reported by the provider."""
-    prompt_tokens_est: int
-    """tiktoken o200k_base estimate on the rendered request."""
-    cached_prompt_tokens: int | None
-    completion_tokens: int | None
-    latency_s: float
-    tools_shown: int
-    tool_block_bytes: int
-    """Tool-block wire bytes this step (dsh method)."""
-    prefix_hash: str
-    """Hash of system text + tool block (equal across steps = stable prefix)."""
-    tool_calls: int
-    overhead: bool
-    """All of this step's tool calls were meta calls (no canonical operation named)."""
-    parse_format: str | None
-    parse_failures: int
-    cache_hit: bool
-    finish_reason: str | None
-    cost_usd: float
-    text: str = ""
+    step: int = field(metadata=doc("Index of this model call in the episode (0-based)."))
+    request_bytes: int = field(metadata=doc("UTF-8 length of the JSON request body."))
+    request_bytes_source: str = field(
+        metadata=doc("``wire`` (measured on the HTTP request) or ``estimated`` (compact JSON of the body).")
+    )
+    prompt_tokens: int | None = field(metadata=doc("Prompt tokens as reported by the provider."))
+    prompt_tokens_est: int = field(metadata=doc("tiktoken o200k_base estimate on the rendered request."))
+    cached_prompt_tokens: int | None = field(
+        metadata=doc("Prompt tokens served from the provider's cache, where it reports them.")
+    )
+    completion_tokens: int | None = field(metadata=doc("Completion tokens as reported by the provider."))
+    latency_s: float = field(
+        metadata=doc("Wall time of the model call, seconds (the original call's for a cache hit).")
+    )
+    tools_shown: int = field(metadata=doc("Tools in the request's tool block this step."))
+    tool_block_bytes: int = field(metadata=doc("Tool-block wire bytes this step (dsh method)."))
+    prefix_hash: str = field(metadata=doc("Hash of system text + tool block (equal across steps = stable prefix)."))
+    tool_calls: int = field(metadata=doc("Tool calls the model made in this step."))
+    overhead: bool = field(
+        metadata=doc("All of this step's tool calls were meta calls (no canonical operation named).")
+    )
+    parse_format: str | None = field(
+        metadata=doc("Text format the lenient parser found calls in (None for native tool_calls or none).")
+    )
+    parse_failures: int = field(metadata=doc("Text that claimed a tool call but could not be parsed, this step."))
+    cache_hit: bool = field(metadata=doc("Served from surfbench's on-disk response cache."))
+    finish_reason: str | None = field(metadata=doc("The provider's finish reason."))
+    cost_usd: float = field(metadata=doc("From LiteLLM's local price map; 0 for local models."))
+    text: str = field(default="", metadata=doc("Assistant text of this step (at most 2,000 characters)."))
 
 
 @dataclass

@@ -36,6 +36,7 @@ def _md(head: list[str], rows: list[list[str]]) -> str:
 
 
 def markdown(data: ReportData, figures: dict[str, str]) -> str:
+    """The report as markdown; ``figures``: figure title -> image path relative to the report."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [f"# surfbench report\n\nRuns: {', '.join(data.runs)}. Made {stamp}. Baseline surface: `{data.baseline}`."]
     if data.scripted:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,9 +16,10 @@ from typing import Any
 from surfbench.bench.compare import Paired, paired_comparisons
 from surfbench.bench.config import ConfigError
 from surfbench.bench.evidence import config_labels, surface_label
-from surfbench.bench.metrics import fmt, per_operation, summarize_cell
+from surfbench.bench.metrics import METRICS, fmt, per_operation, show, summarize_cell
 from surfbench.bench.power import PassK, pass_k
 from surfbench.bench.provenance import load_current
+from surfbench.bench.tables import CellSummary
 
 CELL_KEYS = ["suite", "surface", "surface_kind", "model", "params_b", "mode"]
 KIND_ORDER = {"full": 0, "core": 1, "dispatcher": 2, "lazy": 3, "search": 4, "preselect": 5}
@@ -26,8 +27,10 @@ KIND_ORDER = {"full": 0, "core": 1, "dispatcher": 2, "lazy": 3, "search": 4, "pr
 
 @dataclass(frozen=True)
 class CellRow:
+    """One cell of the report: its keys (suite, surface, model, ...) and its numbers."""
+
     keys: dict[str, Any]
-    summary: dict[str, Any]
+    summary: CellSummary
     tool_block_bytes: float | None
     """Mean tool-block wire bytes on the first step."""
     tools_shown: float | None
@@ -38,6 +41,8 @@ class CellRow:
 
 @dataclass
 class ReportData:
+    """Everything the report shows, before it is rendered."""
+
     runs: list[str]
     cells: list[CellRow]
     paired: list[Paired]
@@ -62,6 +67,7 @@ def _num(value: Any) -> float:
 
 
 def cell_rows(frame: Any) -> list[CellRow]:
+    """One row per suite x surface x model x mode of the episodes frame, in report order."""
     if frame is None or len(frame) == 0:
         return []
     rows = []
@@ -170,14 +176,62 @@ def error_counts(column: Any) -> tuple[int, dict[str, int]]:
 
 
 # -- rendering -----------------------------------------------------------------------------------------
-CELL_HEAD = [
-    "suite", "model", "mode", "surface", "episodes", "tools", "tool block B", "x smaller", "prompt tok/step",
-    "round trips (overhead)", "first-try args [95% CI]", "selection", "success", "recovered",
-    "boundary / protocol viol.", "parse fail.", "latency s/ep", "stuck",
+@dataclass(frozen=True)
+class CellColumn:
+    """One column of the cells table: its head, and its text for a cell."""
+
+    head: str
+    text: Callable[[CellRow, float | None], str]
+    """(the cell, the baseline's tool-block bytes on the same suite, model and mode) -> the cell's text."""
+
+
+def _key(name: str) -> CellColumn:
+    return CellColumn(name, lambda r, _: str(r.keys[name]))
+
+
+def _metric(name: str) -> CellColumn:
+    """A registry metric as a column: its label heads it, its format prints it."""
+    return CellColumn(METRICS[name].label, lambda r, _: show(r.summary, name))
+
+
+def _ratio(r: CellRow, base: float | None) -> str:
+    return f"{base / r.tool_block_bytes:.1f}" if base and r.tool_block_bytes else "-"
+
+
+def _first_try(r: CellRow, _: float | None) -> str:
+    s, metric = r.summary, METRICS["first_try_accuracy"]
+    if s.first_try_accuracy is None:
+        return "-"
+    return f"{show(s, metric.name)} [{metric.format(s.first_try_ci_low)}, {metric.format(s.first_try_ci_high)}]"
+
+
+CELL_COLUMNS = [
+    _key("suite"), _key("model"), _key("mode"), _key("surface"), _metric("episodes"),
+    CellColumn("tools", lambda r, _: fmt(r.tools_shown)),
+    CellColumn("tool block B", lambda r, _: fmt(r.tool_block_bytes)),
+    CellColumn("x smaller", _ratio), _metric("prompt_tokens_per_step"),
+    CellColumn(
+        f"{METRICS['round_trips'].label} (overhead)",
+        lambda r, _: f"{show(r.summary, 'round_trips')} ({show(r.summary, 'overhead_round_trips')})",
+    ),
+    CellColumn(f"{METRICS['first_try_accuracy'].label} [95% CI]", _first_try),
+    _metric("selection_accuracy"), _metric("success_rate"),
+    CellColumn(
+        METRICS["recovered_after_error"].label,
+        lambda r, _: f"{show(r.summary, 'recovered_after_error')}/{r.summary.failed_first_tries}",
+    ),
+    CellColumn(
+        "boundary / protocol viol.",
+        lambda r, _: f"{show(r.summary, 'boundary_violations')} / {show(r.summary, 'protocol_violations')}",
+    ),
+    _metric("parse_failures"), _metric("latency_s"), _metric("stuck_rate"),
 ]  # fmt: skip
+"""The cells table: keys, tool-block size, then registry metrics (bench.metrics.METRICS) by label and format."""
+CELL_HEAD = [c.head for c in CELL_COLUMNS]
 
 
 def cell_table(data: ReportData) -> list[list[str]]:
+    """The cells table's rows; the tool-block ratio is against the baseline surface's cell."""
     base = {
         (r.keys["suite"], r.keys["model"], r.keys["mode"]): r.tool_block_bytes
         for r in data.cells
@@ -185,26 +239,8 @@ def cell_table(data: ReportData) -> list[list[str]]:
     }
     out = []
     for r in data.cells:
-        s, k = r.summary, r.keys
-        b = base.get((k["suite"], k["model"], k["mode"]))
-        ratio = f"{b / r.tool_block_bytes:.1f}" if b and r.tool_block_bytes else "-"
-        ci = (
-            f"{fmt(s['first_try_accuracy'], 'pct')} [{fmt(s['first_try_ci_low'], 'pct')}, "
-            f"{fmt(s['first_try_ci_high'], 'pct')}]"
-            if s["first_try_accuracy"] is not None
-            else "-"
-        )
-        out.append(
-            [
-                str(k["suite"]), str(k["model"]), str(k["mode"]), str(k["surface"]), str(s["episodes"]),
-                fmt(r.tools_shown), fmt(r.tool_block_bytes), ratio, fmt(s["prompt_tokens_per_step"]),
-                f"{fmt(s['round_trips'])} ({fmt(s['overhead_round_trips'])})", ci,
-                fmt(s["selection_accuracy"], "pct"), fmt(s["success_rate"], "pct"),
-                f"{s['recovered_after_error']}/{s['failed_first_tries']}",
-                f"{fmt(s['boundary_violations'])} / {fmt(s['protocol_violations'])}", fmt(s["parse_failures"]),
-                fmt(s["latency_s"]), fmt(s.get("stuck_rate"), "pct"),
-            ]
-        )  # fmt: skip
+        b = base.get((r.keys["suite"], r.keys["model"], r.keys["mode"]))
+        out.append([c.text(r, b) for c in CELL_COLUMNS])
     return out
 
 
@@ -239,6 +275,8 @@ def _pts(value: float | None) -> str:
 
 
 def paired_table(data: ReportData) -> list[list[str]]:
+    """One row per candidate surface and model, against the baseline on the same tasks."""
+    first_try = METRICS["first_try_accuracy"]
     rows = []
     for p in data.paired:
         delta = "-"
@@ -251,13 +289,15 @@ def paired_table(data: ReportData) -> list[list[str]]:
             [
                 p.model, p.candidate, p.baseline, str(p.pairs), str(p.only_baseline_ok), str(p.only_candidate_ok),
                 "-" if p.mcnemar_p is None else f"{p.mcnemar_p:.3f}", _pts(p.success_mde),
-                fmt(p.baseline_first_try, "pct"), fmt(p.candidate_first_try, "pct"), delta, _pts(p.first_try_mde),
+                first_try.format(p.baseline_first_try), first_try.format(p.candidate_first_try), delta,
+                _pts(p.first_try_mde),
             ]
         )  # fmt: skip
     return rows
 
 
 def per_op_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
+    """First-try (correct/attempts) per operation (rows, hottest first) and surface x model (columns)."""
     columns = sorted(
         data.per_op,
         key=lambda sm: (sm[1], KIND_ORDER.get(sm[0], 9), sm[0]),

@@ -29,6 +29,7 @@ from typing import Any
 
 from surfbench.bench.schema import table_from_rows
 from surfbench.bench.secrets import redact
+from surfbench.bench.tables import Row
 from surfbench.bench.wire import valid_utf8
 
 TABLES = ("episodes", "steps", "calls")
@@ -60,14 +61,18 @@ def key_stem(key: str) -> str:
     return f"{safe_name(key)[:100]}__{digest}"
 
 
-def _flatten(row: Mapping[str, Any]) -> dict[str, Any]:
-    """Rows as the parquet parts hold them.
+RowLike = Row | Mapping[str, Any]
+"""A table row: a typed row of :mod:`surfbench.bench.tables`, or a mapping of column to value."""
+
+
+def _flatten(row: RowLike) -> dict[str, Any]:
+    """Rows as the parquet parts hold them (the one place typed rows become dicts).
 
     Lists and dicts become JSON text so that every part has the same column types; text that is not
     valid Unicode gets U+FFFD (tables need valid UTF-8; the transcript keeps it, JSON-escaped).
     """
     out = {}
-    for key, value in row.items():
+    for key, value in (row.as_dict() if isinstance(row, Row) else row).items():
         if isinstance(value, list | tuple | dict):
             out[key] = redact(valid_utf8(json.dumps(value, ensure_ascii=False, default=str)))
         elif isinstance(value, str):
@@ -117,7 +122,7 @@ class RunStore:
         self.commit_interval_s = commit_interval_s
         self.after_commit: Callable[[list[str]], None] | None = None
         """Called with the keys of each commit once its episodes part is written (releases their claims)."""
-        self._held: list[tuple[str, Mapping[str, Any], Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]], str]]
+        self._held: list[tuple[str, RowLike, Sequence[RowLike], Sequence[RowLike], str]]
         self._held = []
         self._held_since = 0.0
 
@@ -198,9 +203,9 @@ class RunStore:
     def write_episode(
         self,
         key: str,
-        episode: Mapping[str, Any],
-        steps: Sequence[Mapping[str, Any]],
-        calls: Sequence[Mapping[str, Any]],
+        episode: RowLike,
+        steps: Sequence[RowLike],
+        calls: Sequence[RowLike],
         transcript: Iterable[str],
         took_s: float | None = None,
     ) -> None:

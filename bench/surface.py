@@ -12,7 +12,7 @@ on this turn is rejected and never becomes an operation call.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -157,7 +157,8 @@ class Session:
         return Dispatch("rejected", call.name, operation=op, text=text, error_type=NOT_EXPOSED)
 
 
-MetaHandler = Any  # Callable[[Session, ToolCall], Dispatch]; Any keeps subclass signatures simple
+MetaHandler = Callable[[Session, ToolCall], Dispatch]
+"""A meta tool's handler (help, load, search): the session it runs in and the call, to where the call went."""
 
 
 @dataclass

@@ -3,7 +3,7 @@
 Hydra composes ``configs/config.yaml`` with the groups ``suite``, ``surface``, ``model`` (and
 ``sweep`` presets); ``-m`` runs the cartesian product through the configured launcher (basic: in
 this process, one cell after another, sharing each model server; joblib: worker processes, each
-with its own servers on free ports; Ray and submitit: see the README). Every cell writes into the
+with its own servers on free ports; Ray and submitit: see docs/sweeps-and-gates.md). Every cell writes into the
 same run folder; a re-run resumes.
 """
 
@@ -17,10 +17,13 @@ import traceback
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from surfbench.bench.config import config_dir
+from surfbench.bench.config import config_dirs, overlay_configs
 from surfbench.bench.secrets import redact
+
+if TYPE_CHECKING:
+    from surfbench.bench.tables import CellSummary
 
 _POOL: Any = None  # one ModelPool per process: sequential cells reuse a model's server
 
@@ -58,7 +61,7 @@ def _options(node: Any) -> dict[str, Any]:
     return {str(k): v for k, v in value.items()}
 
 
-def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> dict[str, Any]:
+def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> CellSummary:
     """Run the cell a Hydra job describes; return its summary (what ``surfbench run`` prints)."""
     from surfbench.bench.metrics import format_summary, summarize_cell
     from surfbench.bench.overrides import run_settings
@@ -161,8 +164,19 @@ def main(overrides: Sequence[str]) -> int:
     hydra_dir = Path(tempfile.mkdtemp(prefix="surfbench-hydra-"))
     os.environ[HYDRA_DIR_ENV] = str(hydra_dir)
 
-    @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
-    def app(cfg: DictConfig) -> dict[str, Any] | None:
+    # SURFBENCH_CONFIGS adds folders searched before the shipped configs/: Hydra reads their merged view
+    try:
+        folders = config_dirs()
+        primary = overlay_configs(hydra_dir / "configs") if len(folders) > 1 else folders[0]
+    except (ConfigError, OSError) as exc:
+        shutil.rmtree(failure_dir, ignore_errors=True)
+        shutil.rmtree(hydra_dir, ignore_errors=True)
+        os.environ.pop(HYDRA_DIR_ENV, None)
+        print(f"surfbench: error: {redact(str(exc))}", file=sys.stderr)
+        return 2
+
+    @hydra.main(version_base="1.3", config_path=str(primary.resolve()), config_name="config")
+    def app(cfg: DictConfig) -> CellSummary | None:
         hc = HydraConfig.get()
         register_overrides(hc.overrides.task)  # a joblib or Ray worker process knows only its job's
         choices = {k: str(v) for k, v in hc.runtime.choices.items() if v is not None}

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from surfbench.bench.config import ConfigError, read_group_config
 from surfbench.bench.models.cache import ResponseCache
 from surfbench.bench.models.client import LiteLLMClient, ModelError
 from surfbench.bench.models.local import ModelUnavailable, embedded, require
 from surfbench.bench.models.server import LocalServer, ServerError, ServerSettings
-from surfbench.bench.models.types import CallingMode, ModelRequest, ModelTurn
+from surfbench.bench.models.types import CallingMode, ModelClient
 from surfbench.bench.secrets import register as register_secret
 
 __all__ = [
@@ -27,12 +27,6 @@ __all__ = [
     "ServerError",
     "model_config",
 ]
-
-
-class ModelClient(Protocol):
-    name: str
-
-    def complete(self, request: ModelRequest) -> ModelTurn: ...
 
 
 MODEL_KEYS = {
@@ -110,6 +104,7 @@ class ModelPool:
         self.clients: dict[str, ModelClient] = {}
 
     def client(self, cfg: ModelConfig) -> ModelClient:
+        """The client for ``cfg``, made on first use (a local model's server starts on its first request)."""
         if cfg.name in self.clients:
             return self.clients[cfg.name]
         client: ModelClient
@@ -165,9 +160,11 @@ class ModelPool:
         return client
 
     def server(self, name: str) -> LocalServer | None:
+        """The local server of model config ``name``, if the pool started one."""
         return self.servers.get(name)
 
     def close(self) -> None:
+        """Stop every local server and forget the clients."""
         for server in self.servers.values():
             server.stop()
         self.servers.clear()

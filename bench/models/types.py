@@ -1,9 +1,9 @@
-"""Records that cross the model-client boundary: the request and the typed turn that comes back."""
+"""What crosses the model-client boundary: the request, the typed turn that comes back, and the client."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from surfbench.bench.wire import HasToolFields
 
@@ -57,6 +57,8 @@ class ModelRequest:
 
 @dataclass(frozen=True)
 class Usage:
+    """Token counts of one model call, as the provider reports them."""
+
     prompt_tokens: int | None = None
     """As reported by the provider."""
     completion_tokens: int | None = None
@@ -91,3 +93,15 @@ class ModelTurn:
     """Served from surfbench's on-disk response cache."""
     request_hash: str = ""
     """Hash of the request (the cache key)."""
+
+
+class ModelClient(Protocol):
+    """Anything that answers a request with a turn: the one interface the episode loop calls a model by.
+
+    :class:`surfbench.bench.models.client.LiteLLMClient` (local and hosted models) and the scripted clients of
+    :mod:`surfbench.bench.models.scripted` implement it.
+    """
+
+    def complete(self, request: ModelRequest) -> ModelTurn:
+        """One model call: the turn the model answers ``request`` with."""
+        ...

@@ -95,6 +95,7 @@ def test_pass_at_k_and_pass_hat_k_over_tasks():
 def test_a_threshold_below_the_mde_makes_the_gate_say_underpowered_with_the_n_needed():
     from surfbench.bench.compare import Paired
     from surfbench.bench.gate import Criterion, _verdict
+    from surfbench.bench.metrics import summarize_cell
 
     pair = Paired(
         candidate="dispatcher", baseline="full", model="m", pairs=20, only_baseline_ok=4, only_candidate_ok=3,
@@ -103,12 +104,13 @@ def test_a_threshold_below_the_mde_makes_the_gate_say_underpowered_with_the_n_ne
         success_delta_high=0.15, baseline_success=0.6, success_mde=mde_paired(20, 7 / 20),
     )  # fmt: skip
     crit = Criterion("success_drop_max", 0.05, "close")
-    verdict = _verdict(crit, "dispatcher", "m", {}, {}, pair, {})
+    cells = summarize_cell([])  # drop criteria judge the pair, not the cells
+    verdict = _verdict(crit, "dispatcher", "m", cells, cells, pair, {})
     assert verdict.outcome == "underpowered"
     assert f"MDE {100 * mde_paired(20, 0.35):.1f} pts" in verdict.observed
     needed = math.ceil(20 * (mde_paired(20, 0.35) / 0.05) ** 2)
     assert f"about {needed} paired tasks x repeats needed" in verdict.observed
-    wide = _verdict(Criterion("success_drop_max", 0.5, "close"), "dispatcher", "m", {}, {}, pair, {})
+    wide = _verdict(Criterion("success_drop_max", 0.5, "close"), "dispatcher", "m", cells, cells, pair, {})
     assert wide.outcome == "pass", "a threshold above the MDE is judged on the interval as before"
 
 
