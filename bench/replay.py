@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from surfbench.bench.backend import ToolError
+from surfbench.bench.checks import suite_checks
 from surfbench.bench.records import CallRecord, EpisodeTrace, StepRecord
 from surfbench.bench.results import load_runs
 from surfbench.bench.scorer import EpisodeScore, score_episode
@@ -199,7 +200,7 @@ def rebuild(
 
 def rescore(suite: Suite, task: Task, episode: RecordedEpisode, cut: int | None = None) -> Rescored:
     trace, diverged = rebuild(suite, task, episode, cut)
-    score = score_episode(task, trace, suite.catalog_for(task), suite.classifier)
+    score = score_episode(task, trace, suite.catalog_for(task), suite.classifier, suite_checks(suite))
     return Rescored(trace, score, tuple(diverged))
 
 

@@ -7,9 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from surfbench.bench.checks import suite_checks
 from surfbench.bench.claims import Claims, retake_errored
 from surfbench.bench.config import ConfigError, SurfaceConfig, read_group_config, surface_config
-from surfbench.bench.episode import Complete, LoopSettings, run_episode, transcript_lines
+from surfbench.bench.episode import LoopSettings, run_episode, transcript_lines
 from surfbench.bench.identity import (
     MODEL_IDENTITY_FIELDS,
     CellIdentity,
@@ -20,6 +21,7 @@ from surfbench.bench.identity import (
 )
 from surfbench.bench.identity import episode_key as make_episode_key
 from surfbench.bench.models import ModelConfig, ModelPool, model_config
+from surfbench.bench.models.types import ModelClient
 from surfbench.bench.records import EpisodeTrace
 from surfbench.bench.registry import build_surface
 from surfbench.bench.results import RunStore
@@ -27,6 +29,7 @@ from surfbench.bench.rows import episode_rows
 from surfbench.bench.scorer import score_episode
 from surfbench.bench.suite import Suite, Task, load_suite
 from surfbench.bench.surface import Surface
+from surfbench.bench.tables import EpisodeRow
 from surfbench.bench.taxonomy import check_declared
 
 
@@ -275,8 +278,8 @@ def run_cell(
     store: RunStore,
     run_name: str,
     progress: ProgressFn | None = None,
-    client: Complete | None = None,
-) -> list[dict[str, Any]]:
+    client: ModelClient | None = None,
+) -> list[EpisodeRow]:
     """Run every (task, repeat) of the cell not already in the store; return the episode rows run here.
 
     Other processes may run the same cell into the same folder at once (``surfbench.bench.claims``): each episode
@@ -301,8 +304,8 @@ def run_cell(
             progress(cell, finished, total, None)
         if not todo:
             return []
-        model: Complete = client or pool.client(cell.model_cfg)
-        rows: list[dict[str, Any]] = []
+        model: ModelClient = client or pool.client(cell.model_cfg)
+        rows: list[EpisodeRow] = []
 
         def run_one(key: str) -> None:
             nonlocal finished
@@ -331,15 +334,14 @@ def run_cell(
                     file=sys.stderr,
                     flush=True,
                 )
-            score = score_episode(task, trace, catalog, cell.suite.classifier)
+            score = score_episode(task, trace, catalog, cell.suite.classifier, suite_checks(cell.suite))
             check_declared(score.error_types, cell.declared_error_types, f"{cell.label()}, task {task.id!r}")
-            episode, steps, calls = episode_rows(cell, task, repeat, trace, score, run_name)
-            episode["attempts"] = attempts
+            episode, steps, calls = episode_rows(cell, task, repeat, trace, score, run_name, attempts)
             store.write_episode(key, episode, steps, calls, transcript_lines(trace), took_s=trace.wall_s)
             rows.append(episode)
             finished += 1
             if progress:
-                progress(cell, finished, total, episode)
+                progress(cell, finished, total, episode.as_dict())
 
         try:
             busy = []
