@@ -14,6 +14,7 @@ from typing import NoReturn, TypeVar
 from surfbench.bench.catalog import CatalogError
 from surfbench.bench.config import ConfigError, group_names, surface_config
 from surfbench.bench.embedding import EmbeddingModelMissing
+from surfbench.bench.scaffold import add_commands as add_suite_commands
 from surfbench.bench.secrets import redact
 from surfbench.bench.wire import TokenizerUnavailable
 
@@ -77,6 +78,8 @@ def _surfaces(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     catalog = load_catalog(args.catalog, fmt=args.format, name=args.name)
     shown, skipped = _default_surfaces()
+    if args.surface:  # repeatable and comma-separated: --surface code,code_index --surface full
+        args.surface = [n.strip() for value in args.surface for n in value.split(",") if n.strip()]
     if args.surface == ["all"]:
         names, skipped = shown + skipped, []
     elif args.surface:
@@ -225,8 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--surface",
         action="append",
         metavar="NAME",
-        help="surface config from configs/surface/ (repeatable; 'all' for every config; default: all but the "
-        "embedding-retrieval ones, which are named under the table)",
+        help="surface config from configs/surface/ (repeatable or comma-separated; 'all' for every config; "
+        "default: all but the embedding-retrieval ones, which are named under the table)",
     )
     p.add_argument("--out", default=None, help="also write the rows to FILE.csv or FILE.json")
     p.add_argument("--budget", type=_positive_int, default=1536, help="help payload budget in bytes (default 1536)")
@@ -293,6 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cache", help="response cache: surfbench cache [info|clear]")
     p.add_argument("action", nargs="?", choices=["info", "clear"], default="info")
     p.set_defaults(func=_cache)
+    add_suite_commands(sub)  # init, check (bench/scaffold.py)
     return parser
 
 

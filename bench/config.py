@@ -16,23 +16,49 @@ class ConfigError(ValueError):
     """A config file that is missing or malformed; the message names the file and the field."""
 
 
+SHIPPED_CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+"""The ``configs/`` folder of this checkout (or installed package)."""
+
+
+def config_dirs() -> list[Path]:
+    """Folders searched for configs, first wins: ``$SURFBENCH_CONFIGS`` (``:``-separated), then the shipped ones.
+
+    A file in a user's folder overrides the shipped file of the same group and name; the groups merge
+    (a folder holding only ``suite/mine.yaml`` adds a suite and keeps every shipped config).
+    """
+    extra = [Path(p) for p in os.environ.get("SURFBENCH_CONFIGS", "").split(os.pathsep) if p]
+    for folder in extra:
+        if not folder.is_dir():  # a typo would otherwise leave the shipped configs alone, silently
+            raise ConfigError(f"SURFBENCH_CONFIGS: {folder} is not a folder (folders of configs, ':'-separated)")
+    shipped = SHIPPED_CONFIGS.resolve()
+    return [*dict.fromkeys(p for p in extra if p.resolve() != shipped), SHIPPED_CONFIGS]
+
+
+def find_config(relative: str) -> Path | None:
+    """The first ``folder/relative`` of :func:`config_dirs` that is a file, or None."""
+    return next((d / relative for d in config_dirs() if (d / relative).is_file()), None)
+
+
 def config_dir() -> Path:
-    """``$SURFBENCH_CONFIGS`` or the ``configs/`` folder of this checkout."""
-    env = os.environ.get("SURFBENCH_CONFIGS")
-    return Path(env) if env else Path(__file__).resolve().parent.parent / "configs"
+    """The folder of the primary ``config.yaml``: the first of :func:`config_dirs` that holds one."""
+    found = find_config("config.yaml")
+    return found.parent if found is not None else SHIPPED_CONFIGS
 
 
 def group_names(group: str) -> list[str]:
-    folder = config_dir() / group
-    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+    """Every config name of ``group`` over all config folders, sorted."""
+    names = {p.stem for d in config_dirs() if (d / group).is_dir() for p in (d / group).glob("*.yaml")}
+    return sorted(names)
 
 
 def read_group_config(group: str, name: str) -> dict[str, Any]:
-    path = config_dir() / group / f"{name}.yaml"
-    if not path.is_file():
+    """The mapping in ``<group>/<name>.yaml`` of the first config folder that has it; ConfigError otherwise."""
+    path = find_config(f"{group}/{name}.yaml")
+    if path is None:
         near = closest(name, group_names(group))
         tip = f"; did you mean {', '.join(near)}?" if near else ""
-        raise ConfigError(f"no {group} config {name!r} ({path}){tip} known: {', '.join(group_names(group))}")
+        where = ", ".join(str(d / group) for d in config_dirs())
+        raise ConfigError(f"no {group} config {name!r} (in {where}){tip} known: {', '.join(group_names(group))}")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
@@ -40,6 +66,22 @@ def read_group_config(group: str, name: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     return data
+
+
+def overlay_configs(dest: Path) -> Path:
+    """``dest`` filled with one link per YAML file of :func:`config_dirs`, the first folder's winning.
+
+    Hydra reads one primary config folder and gives its own folder precedence over any added search
+    path; this merged view is the folder it reads when ``SURFBENCH_CONFIGS`` adds folders.
+    """
+    for folder in reversed(config_dirs()):  # later folders first: earlier ones replace their links
+        for path in sorted(folder.rglob("*.yaml")) if folder.is_dir() else []:
+            target = dest / path.relative_to(folder)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.is_symlink() or target.exists():
+                target.unlink()
+            target.symlink_to(path.resolve())
+    return dest
 
 
 @dataclass(frozen=True)
