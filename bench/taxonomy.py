@@ -3,7 +3,7 @@
 The core types are the :class:`ErrorType` enum. A suite adds its own failure modes in ``suite.yaml``
 (``error_types: {name: description}``) and a surface module its own rejections (``error_types`` on
 the class); anything else that shows up in an episode is a harness bug, raised as
-:class:`UndeclaredErrorType` so that no report ever groups by a type nobody defined. The README's
+:class:`UndeclaredErrorType` so that no report ever groups by a type nobody defined. docs/metrics.md's
 list is checked against this enum by a test.
 """
 

@@ -1,4 +1,4 @@
-"""The README's workspace table: per model x surface, success, cost and the rate of each failure mode.
+"""docs/results/workspace.md's table: per model x surface, success, cost and the rate of each failure mode.
 
     python scripts/workspace_table.py results/reference/workspace-all
 

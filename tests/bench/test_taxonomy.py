@@ -1,4 +1,4 @@
-"""One error taxonomy: core enum + what suites and surfaces declare; the README lists exactly the core."""
+"""One error taxonomy: core enum + what suites and surfaces declare; docs/metrics.md lists exactly the core."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from surfbench.bench.taxonomy import CORE, DESCRIPTIONS, ErrorType, UndeclaredEr
 from tests.conftest import ROOT
 
 
-def test_readme_lists_exactly_the_core_error_types_with_their_meaning():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_docs_list_exactly_the_core_error_types_with_their_meaning():
+    text = (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8")
     block = text.split("<!-- error-types -->")[1].split("<!-- /error-types -->")[0]
     listed = dict(re.findall(r"^\| `([a-z_]+)` \| (.+?) \|$", block, flags=re.M))
     assert set(listed) == CORE
