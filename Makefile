@@ -29,9 +29,22 @@ $(SETUP_STAMP): pyproject.toml Makefile
 model: setup
 	$(SURFBENCH) models pull $(MODEL)
 
+# The main job: what each surface costs on the wire (static, no model), then a small comparison on the
+# embedded model (three surfaces x six forge tasks, about 10 minutes on 2 cores), its report and the gate's
+# decision. A re-run resumes: episodes already in results/front-door are not run again.
 run: model
 	$(SURFBENCH) surfaces --catalog examples/gitea96.mcp.json --out results/surfaces-gitea96.csv
-	$(SURFBENCH) run suite=forge split=dev surface=dispatcher model=$(MODEL) limit=8
+	$(SURFBENCH) run -m +sweep=front model=$(MODEL)
+	$(SURFBENCH) report results/front-door --out results/front-door/report
+	@# the gate exits 0 / 1 / 2 for ship / revise / close: all three are answers, not failures of make
+	@$(SURFBENCH) gate --criteria configs/gate/front-door.yaml results/front-door --out results/front-door/gate.txt; \
+	rc=$$?; [ $$rc -le 2 ] && [ -s results/front-door/gate.txt ] || exit $$rc
+	@echo ""
+	@echo "report: results/front-door/report/report.md   decision: results/front-door/gate.txt"
+	@echo "next:   $(SURFBENCH) plan --help                   how many tasks a decision needs"
+	@echo "        $(SURFBENCH) run -m +sweep=dsh model=$(MODEL)   the dsh experiment: full, core, dispatcher x two sizes"
+	@echo "        $(SURFBENCH) init --catalog YOUR_CATALOG.json my_suite && $(SURFBENCH) check my_suite"
+	@echo "        docs/README.md                              surfaces, suites, models, metrics, results"
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 from surfbench.bench.runner import Cell, ProgressFn
@@ -36,6 +37,26 @@ class _Tracker:
         return eta, rate
 
 
+def outcome(episode: Mapping[str, Any], width: int = 90) -> str:
+    """``solved``, or ``failed (why)``: the harness error, the first failed check, else the error types."""
+    if episode.get("success"):
+        return "solved"
+    failures = list(episode.get("failures") or [])
+    types = list(episode.get("error_types") or [])
+    if episode.get("error"):
+        why = f"harness error: {episode['error']}"
+    elif failures:
+        why = str(failures[0]) + (f" (+{len(failures) - 1} more)" if len(failures) > 1 else "")
+    elif types:
+        why = ", ".join(dict.fromkeys(str(t) for t in types))
+    else:
+        why = "no check passed"
+    if episode.get("stuck"):
+        why = f"stuck, stopped; {why}"
+    why = " ".join(why.split())
+    return f"failed ({why if len(why) <= width else why[: width - 1] + '…'})"
+
+
 def plain_progress(stream: TextIO | None = None) -> ProgressFn:
     """One line per episode: counts, outcome, ETA, generated tokens/s."""
     out = stream or sys.stderr
@@ -48,12 +69,10 @@ def plain_progress(stream: TextIO | None = None) -> ProgressFn:
             print(f"{label}: {done}/{total} episodes already done", file=out, flush=True)
             return
         eta, rate = tracker.step(cell, done, total, episode)
-        mark = "ok " if episode["success"] else "BAD"
-        err = f" error={episode['error']}" if episode.get("error") else ""
         print(
-            f"[{done}/{total}] {label} {episode['task_id']}: {mark} first-try "
+            f"[{done}/{total}] {label} {episode['task_id']}: {outcome(episode)}; first-try "
             f"{episode['first_try_correct']}/{episode['expected_calls']}, {episode['round_trips']} steps, "
-            f"{episode['wall_s']:.1f}s, ETA {_eta(eta)}, {rate:.0f} tok/s{err}",
+            f"{episode['wall_s']:.1f}s, ETA {_eta(eta)}, {rate:.0f} tok/s",
             file=out,
             flush=True,
         )

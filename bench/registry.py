@@ -14,6 +14,7 @@ from importlib import metadata
 from typing import Any
 
 from surfbench.bench.catalog import Catalog
+from surfbench.bench.config import ConfigError
 from surfbench.bench.surface import Surface
 from surfbench.bench.validation import closest
 
@@ -21,8 +22,8 @@ GROUP = "surfbench.surfaces"
 _REGISTERED: dict[str, type[Surface]] = {}
 
 
-class UnknownSurface(KeyError):
-    """No surface of that kind; the message lists the close names."""
+class UnknownSurface(ConfigError, KeyError):
+    """No surface of that kind (a config error: the CLI prints it as one line); the message lists close names."""
 
     def __str__(self) -> str:
         return str(self.args[0])

@@ -21,7 +21,7 @@ from surfbench.bench.results import RunStore, key_stem, load_runs
 from tests.bench.test_sweep import ORACLE, surfbench
 from tests.conftest import ROOT
 
-PROGRESS = re.compile(r"^\[\d+/\d+\] \S+ (.+?): (?:ok |BAD)", re.M)
+PROGRESS = re.compile(r"^\[\d+/\d+\] \S+ (.+?): (?:solved|failed)", re.M)
 
 
 @pytest.fixture

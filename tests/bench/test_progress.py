@@ -1,0 +1,67 @@
+"""The per-episode progress line says what happened in words a newcomer reads: solved, or failed and why."""
+
+from __future__ import annotations
+
+import io
+
+from surfbench.bench.progress import outcome, plain_progress
+
+EPISODE = {
+    "task_id": "hot-issue-get",
+    "success": False,
+    "first_try_correct": 0,
+    "expected_calls": 1,
+    "round_trips": 3,
+    "wall_s": 2.5,
+    "completion_tokens_total": 40,
+    "failures": [],
+    "error_types": [],
+    "error": None,
+    "stuck": False,
+}
+
+
+class _Cell:
+    def label(self) -> str:
+        return "forge/core/qwen"
+
+
+def test_a_solved_episode_says_solved():
+    assert outcome({**EPISODE, "success": True}) == "solved"
+
+
+def test_a_failed_episode_names_its_first_failed_check_and_counts_the_rest():
+    line = outcome({**EPISODE, "failures": ["expected issue_get, called issue_list", "answer lacks 'open'"]})
+    assert line == "failed (expected issue_get, called issue_list (+1 more))"
+
+
+def test_without_a_failure_text_the_error_types_are_named_once_each():
+    assert outcome({**EPISODE, "error_types": ["schema_invalid", "schema_invalid", "not_exposed"]}) == (
+        "failed (schema_invalid, not_exposed)"
+    )
+
+
+def test_a_harness_error_and_a_stuck_stop_are_said():
+    assert outcome({**EPISODE, "error": "context_overflow: 17000 > 16384"}).startswith(
+        "failed (harness error: context_overflow"
+    )
+    assert outcome({**EPISODE, "stuck": True, "error_types": ["schema_invalid"]}) == (
+        "failed (stuck, stopped; schema_invalid)"
+    )
+
+
+def test_a_long_reason_is_cut_on_one_line():
+    text = outcome({**EPISODE, "failures": ["x" * 500 + "\nsecond line"]})
+    assert len(text) < 110 and "\n" not in text and text.endswith("…)")
+
+
+def test_the_plain_progress_line_has_no_ok_or_bad_marks():
+    out = io.StringIO()
+    report = plain_progress(out)
+    report(_Cell(), 0, 2, None)  # type: ignore[arg-type]
+    report(_Cell(), 1, 2, {**EPISODE, "success": True})  # type: ignore[arg-type]
+    report(_Cell(), 2, 2, {**EPISODE, "failures": ["state: issue 3 still open"]})  # type: ignore[arg-type]
+    lines = out.getvalue().splitlines()
+    assert "hot-issue-get: solved; first-try 0/1" in lines[1]
+    assert "hot-issue-get: failed (state: issue 3 still open); first-try" in lines[2]
+    assert not any(" BAD " in line or ": ok " in line for line in lines)
