@@ -35,7 +35,7 @@ model: setup
 run: model
 	$(SURFBENCH) surfaces --catalog examples/gitea96.mcp.json --out results/surfaces-gitea96.csv
 	$(SURFBENCH) run -m +sweep=front model=$(MODEL)
-	$(SURFBENCH) report results/front-door --out results/front-door/report
+	$(SURFBENCH) report results/front-door --baseline core --out results/front-door/report
 	@# the gate exits 0 / 1 / 2 for ship / revise / close: all three are answers, not failures of make
 	@$(SURFBENCH) gate --criteria configs/gate/front-door.yaml results/front-door --out results/front-door/gate.txt; \
 	rc=$$?; [ $$rc -le 2 ] && [ -s results/front-door/gate.txt ] || exit $$rc

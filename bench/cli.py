@@ -115,13 +115,16 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from surfbench.bench.report import write_report
+    from surfbench.bench.report import compact_table, write_report
 
     runs = [Path(r) for r in args.runs]
     out = Path(args.out) if args.out else runs[0] / "report"
     md, page = _reading_runs(
         "report", args.runs, lambda: write_report(runs, out, baseline=args.baseline, keep_newest=args.keep_newest)
     )
+    table = compact_table(Path(md).read_text(encoding="utf-8"))
+    if table:
+        print(table, end="\n\n")
     print(f"wrote {md} and {page}")
     return 0
 

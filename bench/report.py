@@ -133,3 +133,21 @@ def write_report(
     md_path.write_text(markdown(data, {n: p.name for n, p in pngs.items()}), encoding="utf-8")
     html_path.write_text(html_page(data, images), encoding="utf-8")
     return md_path, html_path
+
+
+COMPACT = ("surface", "model", "prompt tok/step", "round trips (overhead)", "first-try args [95% CI]", "success")
+
+
+def compact_table(markdown_text: str, columns: tuple[str, ...] = COMPACT) -> str:
+    """The report's first table (surfaces x models) cut to the columns a reader compares first."""
+    lines = [line for line in markdown_text.splitlines() if line.startswith("|")]
+    if len(lines) < 3:
+        return ""
+    # the first table ends where the next one's header (the line above its |---| rule) begins
+    end = next((i - 1 for i in range(2, len(lines)) if lines[i].startswith("|---")), len(lines))
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[:end] if not line.startswith("|---")]
+    keep = [rows[0].index(c) for c in columns if c in rows[0]]
+    picked = [[row[i] for i in keep] for row in rows]
+    widths = [max(len(r[i]) for r in picked) for i in range(len(keep))]
+    text = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in picked]
+    return "\n".join([text[0], "  ".join("-" * w for w in widths), *text[1:]])

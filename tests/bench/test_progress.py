@@ -65,3 +65,22 @@ def test_the_plain_progress_line_has_no_ok_or_bad_marks():
     assert "hot-issue-get: solved; first-try 0/1" in lines[1]
     assert "hot-issue-get: failed (state: issue 3 still open); first-try" in lines[2]
     assert not any(" BAD " in line or ": ok " in line for line in lines)
+
+
+def test_the_report_command_prints_the_comparison_a_reader_reads_first():
+    from surfbench.bench.report import compact_table
+
+    md = (
+        "# surfbench report\n\n## Surfaces x models\n\n"
+        "| suite | surface | episodes | prompt tok/step | round trips (overhead) "
+        "| first-try args [95% CI] | success |\n"
+        "|---|---|---|---|---|---|---|\n"
+        "| forge | core | 6 | 2,143 | 4.7 (0.0) | 17% [3%, 56%] | 0% |\n"
+        "| forge | preselect | 6 | 957.3 | 4.3 (0.0) | 33% [10%, 70%] | 17% |\n\n"
+        "## Next\n\n| operation | hot |\n|---|---|\n| repo_get | hot |\n"
+    )
+    lines = compact_table(md).splitlines()
+    assert lines[0].split() == ["surface", "prompt", "tok/step", "round", "trips", "(overhead)", "first-try", "args",
+                                "[95%", "CI]", "success"]  # fmt: skip
+    assert [line.split()[0] for line in lines[2:]] == ["core", "preselect"], "the next table is not part of it"
+    assert lines[3].split()[-1] == "17%"
