@@ -59,9 +59,18 @@ def table_from_rows(table: str, rows: list[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
+RENAMED: dict[str, dict[str, str]] = {"episodes": {"peak_disk_bytes": "disk_peak_bytes"}}
+"""Columns an older release wrote under another name (old -> new), per table."""
+
+
 def conform(table: str, data: pa.Table) -> pa.Table:
-    """A table read from an older part, with ``table``'s schema: columns cast, missing ones null."""
+    """A table read from an older part, with ``table``'s schema: columns renamed and cast, missing ones null."""
     schema = SCHEMAS[table]
+    renames = RENAMED.get(table, {})
+    if any(old in data.column_names and new not in data.column_names for old, new in renames.items()):
+        data = data.rename_columns(
+            [renames[n] if n in renames and renames[n] not in data.column_names else n for n in data.column_names]
+        )
     unknown = sorted(set(data.column_names) - set(schema.names))
     if unknown:
         raise SchemaError(f"{table}: column(s) {unknown} are not in the {table} schema")

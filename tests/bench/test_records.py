@@ -192,3 +192,14 @@ def test_flipping_help_size_direction_in_the_registry_flips_the_gate(monkeypatch
     _flip(monkeypatch, "help_bytes")
     flipped = _verdict(crit, "dispatcher", "m", empty, empty, None, helps)
     assert flipped.outcome == "fail" and flipped.observed == "smallest 400 B (repo_get); 2 of 2 under"
+
+
+def test_a_part_written_before_a_column_was_renamed_reads_under_the_new_name():
+    import pyarrow as pa
+
+    from surfbench.bench.schema import conform
+
+    old = pa.table({"episode_key": ["k"], "peak_disk_bytes": [4096]})
+    new = conform("episodes", old)
+    assert new.column("disk_peak_bytes").to_pylist() == [4096]
+    assert "peak_disk_bytes" not in new.column_names
