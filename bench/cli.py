@@ -14,7 +14,10 @@ from typing import NoReturn, TypeVar
 from surfbench.bench.catalog import CatalogError
 from surfbench.bench.config import ConfigError, group_names, surface_config
 from surfbench.bench.embedding import EmbeddingModelMissing
+from surfbench.bench.mcp.cli import add_commands as add_mcp_commands
+from surfbench.bench.mcp.cli import add_server_options, surface_catalog
 from surfbench.bench.scaffold import add_commands as add_suite_commands
+from surfbench.bench.scale_cli import add_scale_commands
 from surfbench.bench.secrets import redact
 from surfbench.bench.wire import TokenizerUnavailable
 
@@ -71,12 +74,11 @@ def _reading_runs(command: str, runs: Sequence[str], work: Callable[[], T]) -> T
 
 
 def _surfaces(args: argparse.Namespace) -> int:
-    from surfbench.bench.importers import load_catalog
     from surfbench.bench.registry import surface_class
     from surfbench.bench.surface_report import format_table, surface_table, write_rows
 
     started = time.perf_counter()
-    catalog = load_catalog(args.catalog, fmt=args.format, name=args.name)
+    catalog = surface_catalog(args)  # a file, or a live MCP server (--mcp / --mcp-url)
     shown, skipped = _default_surfaces()
     if args.surface:  # repeatable and comma-separated: --surface code,code_index --surface full
         args.surface = [n.strip() for value in args.surface for n in value.split(",") if n.strip()]
@@ -222,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("surfaces", help="static surface report: tools, wire bytes, tokens, help sizes")
     p.add_argument(
         "--catalog",
-        required=True,
+        default=None,
         help="catalog file (OpenAI/Anthropic/MCP/OpenAPI/BFCL/native) or module:attr",
     )
     p.add_argument("--format", default=None, help="catalog format when it cannot be guessed")
@@ -234,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="surface config from configs/surface/ (repeatable or comma-separated; 'all' for every config; "
         "default: all but the embedding-retrieval ones, which are named under the table)",
     )
+    add_server_options(p)  # --mcp COMMAND / --mcp-url URL instead of --catalog (bench/mcp/cli.py)
     p.add_argument("--out", default=None, help="also write the rows to FILE.csv or FILE.json")
     p.add_argument("--budget", type=_positive_int, default=1536, help="help payload budget in bytes (default 1536)")
     p.set_defaults(func=_surfaces)
@@ -300,6 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", nargs="?", choices=["info", "clear"], default="info")
     p.set_defaults(func=_cache)
     add_suite_commands(sub)  # init, check (bench/scaffold.py)
+    add_scale_commands(sub)  # retrieval, pool (bench/scale_cli.py)
+    add_mcp_commands(sub)  # catalog dump (bench/mcp/cli.py)
     return parser
 
 

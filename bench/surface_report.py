@@ -19,6 +19,7 @@ from pathlib import Path
 
 from surfbench.bench.catalog import Catalog
 from surfbench.bench.config import SurfaceConfig
+from surfbench.bench.limits import HOSTED_LIMITS, tool_problems
 from surfbench.bench.registry import build_surface
 from surfbench.bench.surface import Surface
 from surfbench.bench.wire import count_tokens, preload_encodings, tool_wire_text, utf8_len
@@ -68,6 +69,7 @@ class _Footprint:
     system_bytes: int
     tokens_o200k: int
     tokens_cl100k: int
+    names: tuple[str, ...] = ()
 
 
 def _footprint(surface: Surface, request: str) -> _Footprint:
@@ -81,6 +83,7 @@ def _footprint(surface: Surface, request: str) -> _Footprint:
         system_bytes=utf8_len(system),
         tokens_o200k=sum(count_tokens(t, "o200k_base") for t in texts),
         tokens_cl100k=sum(count_tokens(t, "cl100k_base") for t in texts),
+        names=tuple(t.name for t in tools),
     )
 
 
@@ -105,6 +108,10 @@ def measure_surface(catalog: Catalog, config: SurfaceConfig, budget: int = HELP_
     def mean(attr: str) -> float:
         return round(statistics.fmean(getattr(p, attr) for p in prints), 1)
 
+    # hosted providers (OpenAI, Anthropic) reject such a request outright: flag it before anything is sent
+    broken = tool_problems(prints[0].names, HOSTED_LIMITS)
+    if broken:
+        notes.append(f"breaks hosted-provider limits: {'; '.join(broken)}")
     helps = {op.name: surface.help_payload(op) for op in surface.reachable()}
     sizes = {name: utf8_len(text) for name, text in helps.items() if text is not None}
     biggest = max(sizes, key=lambda n: sizes[n]) if sizes else None

@@ -30,6 +30,7 @@ class ErrorType(StrEnum):
     BAD_META_CALL = "bad_meta_call"
     PARSE_FAILURE = "parse_failure"
     BACKEND_ERROR = "backend_error"
+    TOOL_TIMEOUT = "tool_timeout"
     STATE_MISMATCH = "state_mismatch"
     ANSWER_MISMATCH = "answer_mismatch"
     NO_ANSWER = "no_answer"
@@ -53,6 +54,7 @@ DESCRIPTIONS: dict[ErrorType, str] = {
     ErrorType.BAD_META_CALL: "a malformed help / load / search call",
     ErrorType.PARSE_FAILURE: "output that claimed a tool call but could not be parsed",
     ErrorType.BACKEND_ERROR: "the operation ran and failed in the backend (not found, conflict, ...)",
+    ErrorType.TOOL_TIMEOUT: "the operation got no answer within its timeout (a live MCP server's call_timeout_s)",
     ErrorType.STATE_MISMATCH: "a state check failed",
     ErrorType.ANSWER_MISMATCH: "an answer check failed",
     ErrorType.NO_ANSWER: "the episode ended without a final text answer (max_steps reached)",

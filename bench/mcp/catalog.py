@@ -1,0 +1,125 @@
+"""A live MCP server as a catalog: its ``tools/list`` exactly as sent, imported by the MCP importer.
+
+The same bytes pinned to a file (``surfbench catalog dump``) load back into the same catalog, with the
+same content hash; a run over a live server compares against a pinned file and warns on drift.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from surfbench.bench.catalog import Catalog, CatalogError
+from surfbench.bench.importers.tools_json import import_mcp
+from surfbench.bench.mcp.client import McpClient, ToolList
+from surfbench.bench.mcp.spec import McpError, ServerSpec
+from surfbench.bench.wire import compact_json
+
+
+@dataclass(frozen=True)
+class LiveCatalog:
+    """A catalog read from a running server, with the answer it came from."""
+
+    catalog: Catalog
+    """The operations, imported from the raw answer."""
+    listing: ToolList
+    """The raw ``tools/list`` answer."""
+
+    @property
+    def raw_bytes(self) -> int:
+        """Bytes of the ``tools/list`` answer as the server sent it."""
+        return len(self.listing.raw)
+
+    def snapshot(self) -> bytes:
+        """What ``catalog dump`` writes: the answer as sent (pages merged into one ``{"tools": [...]}``)."""
+        if self.listing.pages == 1:
+            return self.listing.raw
+        return compact_json({"tools": self.listing.tools}).encode()
+
+
+class Workdir:
+    """A fresh working copy of a fixture folder (an empty folder without one), removed on close."""
+
+    def __init__(self, fixture: str | None) -> None:
+        self.path: Path | None = Path(tempfile.mkdtemp(prefix="surfbench-mcp-")) / (
+            Path(fixture).name if fixture else "work"
+        )
+        if fixture:
+            shutil.copytree(fixture, self.path, symlinks=True)
+        else:
+            self.path.mkdir()
+
+    def close(self) -> None:
+        """Remove the copy."""
+        if self.path is not None:
+            shutil.rmtree(self.path.parent, ignore_errors=True)
+            self.path = None
+
+
+def catalog_from_listing(listing: ToolList, source: str, name: str | None) -> Catalog:
+    """The catalog of a listing, through the same importer a pinned file goes through."""
+    try:
+        ops = import_mcp({"tools": listing.tools}, source)
+        return Catalog(name=name or "mcp", operations=tuple(ops), source=source)
+    except CatalogError as exc:
+        raise McpError(
+            source.removeprefix("mcp:"),
+            f"its tool list is not a usable catalog: {exc.reason}" + (f" (tool {exc.tool!r})" if exc.tool else ""),
+        ) from None
+
+
+def live_catalog(spec: ServerSpec, name: str | None = None) -> LiveCatalog:
+    """Start the server (on a fresh copy of its fixture), list its tools, stop it."""
+    workdir = Workdir(spec.fixture)
+    try:
+        with McpClient(spec, workdir.path) as client:
+            listing = client.list_tools()
+    finally:
+        workdir.close()
+    if not listing.tools:
+        raise McpError(spec.label, "tools/list returned no tools")
+    if spec.reset_tool:  # the declared reset is the harness's, never the model's
+        if not any(t.get("name") == spec.reset_tool for t in listing.tools):
+            raise McpError(spec.label, f"reset_tool {spec.reset_tool!r} is not in its tool list")
+        shown = [t for t in listing.tools if t.get("name") != spec.reset_tool]
+        listing = ToolList(raw=listing.raw, tools=shown, pages=listing.pages)
+    return LiveCatalog(catalog_from_listing(listing, f"mcp:{spec.label}", name), listing)
+
+
+def write_snapshot(live: LiveCatalog, out: Path) -> None:
+    """Write the raw answer atomically: a reader never sees half a file, a failure leaves none."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(live.snapshot())
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def drift(live: Catalog, pinned: Catalog) -> str | None:
+    """A one-line description of how the live catalog differs from a pinned one, or None when equal."""
+    if live.content_hash == pinned.content_hash:
+        return None
+    names, old = set(live.names), set(pinned.names)
+    added, gone = sorted(names - old), sorted(old - names)
+    changed = sorted(
+        n
+        for n in names & old
+        if json.dumps(live[n].to_record(), sort_keys=True) != json.dumps(pinned[n].to_record(), sort_keys=True)
+    )
+    parts = [
+        f"{label}: {', '.join(items[:5])}{' ...' if len(items) > 5 else ''}"
+        for label, items in (("added", added), ("removed", gone), ("changed", changed))
+        if items
+    ]
+    return (
+        f"the live catalog (hash {live.content_hash}) differs from the pinned {pinned.source} "
+        f"(hash {pinned.content_hash}): {'; '.join(parts) or 'order'}"
+    )

@@ -1,0 +1,51 @@
+"""No server outlives the harness: SIGINT, SIGTERM or SIGKILL of the harness leaves no process behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.bench.mcp_helpers import TINY, processes_with, tiny
+
+HARNESS = f"""
+import sys, time
+from surfbench.bench.mcp.client import McpClient
+from surfbench.bench.mcp.spec import from_command
+client = McpClient(from_command({tiny("ok")!r}))
+client.start()
+print(client.call_tool("pid", {{}}).value, client.log.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_killing_the_harness_stops_the_server_and_its_guard(signum: signal.Signals):
+    harness = subprocess.Popen([sys.executable, "-c", HARNESS], stdout=subprocess.PIPE, text=True)
+    try:
+        assert harness.stdout is not None
+        server_pid, guard_pid = map(int, harness.stdout.readline().split())
+        assert alive(server_pid) and alive(guard_pid)
+        os.kill(harness.pid, signum)
+        harness.wait(timeout=20)
+        deadline = time.monotonic() + 10
+        while (alive(server_pid) or alive(guard_pid)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(server_pid) and not alive(guard_pid)
+        assert processes_with(str(TINY)) == []
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait()
