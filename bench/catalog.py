@@ -54,6 +54,8 @@ class Operation:
     """The operation does not change state."""
     destructive: bool = False
     """The operation may delete or overwrite state."""
+    idempotent: bool = False
+    """Calling it again with the same arguments has no further effect (MCP ``idempotentHint``)."""
 
     @property
     def summary(self) -> str:
@@ -70,7 +72,8 @@ class Operation:
         return list(self.parameters.get("required", []))
 
     def to_record(self) -> dict[str, Any]:
-        return {
+        """The operation as the native catalog format writes it (and the catalog hash covers it)."""
+        record = {
             "name": self.name,
             "description": self.description,
             "parameters": self.parameters,
@@ -79,6 +82,9 @@ class Operation:
             "read_only": self.read_only,
             "destructive": self.destructive,
         }
+        if self.idempotent:  # only when set: catalogs without the flag keep the hash their runs recorded
+            record["idempotent"] = True
+        return record
 
 
 @dataclass(frozen=True)
@@ -181,8 +187,8 @@ def validate_operation(op: Operation, source: str) -> None:
         raise CatalogError(source, "weight must be >= 0", tool=op.name)
     if not isinstance(op.category, str) or not op.category:
         raise CatalogError(source, f"category must be a non-empty string, got {op.category!r}", tool=op.name)
-    if not isinstance(op.read_only, bool) or not isinstance(op.destructive, bool):
-        raise CatalogError(source, "read_only and destructive must be true or false", tool=op.name)
+    if not all(isinstance(flag, bool) for flag in (op.read_only, op.destructive, op.idempotent)):
+        raise CatalogError(source, "read_only, destructive and idempotent must be true or false", tool=op.name)
     problem = json_problem(params)  # first: bounded depth keeps the meta-schema check below from recursing away
     if problem:
         raise CatalogError(source, f"parameters: {problem}", tool=op.name)
@@ -191,7 +197,7 @@ def validate_operation(op: Operation, source: str) -> None:
         raise CatalogError(source, f"parameters{problem}", tool=op.name)
 
 
-@lru_cache(maxsize=4096)  # BFCL repeats the same function docs across thousands of entries
+@lru_cache(maxsize=16384)  # BFCL repeats the same function docs across thousands of entries
 def schema_problem(blob: str) -> str | None:
     """Why a parameters schema (as canonical JSON) is not valid JSON Schema, or None.
 
@@ -209,6 +215,8 @@ def schema_problem(blob: str) -> str | None:
     schema = json.loads(blob)
     declared = schema.get("$schema") if isinstance(schema, dict) else None
     first = validator_for(schema, default=Draft7Validator) if isinstance(declared, str) else Draft7Validator
+    if _meta_validator(first).is_valid(schema):  # the common case, several times faster than collecting errors
+        return None
     error = best_match(_meta_validator(first).iter_errors(schema))
     if error is None or (first is Draft7Validator and _meta_validator(Draft4Validator).is_valid(schema)):
         return None

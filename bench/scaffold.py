@@ -309,13 +309,16 @@ def argument_problems(suite: Any) -> dict[str, str]:
     for task in suite.tasks:
         catalog = suite.catalog_for(task)
         for i, call in enumerate(task.expected):
-            op = catalog[call.op]  # load_suite checked that it exists
-            try:
-                issues = [issue.message for issue in validate_args(reference_args(call, op), op.parameters)]
-            except ValueError as exc:  # a matcher with no example value and no oracle_args
-                issues = [str(exc)]
-            if issues and task.id not in found:
-                found[task.id] = f"{task.source}: task {task.id!r}: expected[{i}] {call.op}: {'; '.join(issues)}"
+            # every alternative of a one_of: the oracle replays the first, a model may pick any
+            for j, alt in enumerate(call.alternatives):
+                op = catalog[alt.op]  # load_suite checked that it exists
+                try:
+                    issues = [issue.message for issue in validate_args(reference_args(alt, op), op.parameters)]
+                except ValueError as exc:  # a matcher with no example value and no oracle_args
+                    issues = [str(exc)] if j == 0 else []  # only the replayed alternative needs concrete values
+                at = f"expected[{i}]" + (f".one_of[{j}]" if len(call.alternatives) > 1 else "")
+                if issues and task.id not in found:
+                    found[task.id] = f"{task.source}: task {task.id!r}: {at} {alt.op}: {'; '.join(issues)}"
     return found
 
 

@@ -4,9 +4,11 @@ Measurements (they never decide success):
 
 - first-try argument accuracy: for each expected call, the first call the model made to that same
   operation (after routing; the k-th expected call of an operation pairs with the k-th call to it)
-  passed the operation's schema and its arguments match the expected matchers;
+  passed the operation's schema and its arguments match the expected matchers (for a ``one_of``: the
+  first call to any alternative's operation, judged by that alternative's matchers);
 - tool selection: the first call naming a canonical operation names the expected first operation
-  (any expected operation when the task's order is ``any``: parallel calls have no first);
+  (any expected operation when the task's order is ``any``: parallel calls have no first; any
+  alternative of a ``one_of``);
 - recovered after error: an operation whose first call failed validation and a later call succeeded;
 - round trips, overhead round trips, boundary / protocol violations, parse failures, stable prefix.
 
@@ -48,6 +50,8 @@ class FirstTry:
 
     expected_index: int
     operation: str
+    """The operation of that attempt: for a ``one_of``, the alternative the model picked (the first
+    alternative's when it called none)."""
     correct: bool
     error_type: str | None
     """Why it was wrong (``missing_call``, ``schema_invalid``, ``wrong_value``, ...)."""
@@ -97,23 +101,26 @@ def _first_tries(task: Task, calls: Sequence[CallRecord]) -> list[FirstTry]:
     seen: Counter[str] = Counter()
     out = []
     for i, exp in enumerate(task.expected):
-        k = seen[exp.op]
-        seen[exp.op] += 1
-        attempts = by_op.get(exp.op, [])
-        if k >= len(attempts):
-            out.append(FirstTry(i, exp.op, False, "missing_call", f"{exp.op} was never called"))
+        # a one_of's first try is the earliest call to any alternative's operation not paired already
+        unpaired = {op: by_op[op][seen[op]] for op in exp.ops if seen[op] < len(by_op.get(op, []))}
+        if not unpaired:
+            seen[exp.op] += 1
+            missing = f"{exp.op} was never called" if len(exp.ops) == 1 else f"none of {', '.join(exp.ops)} was called"
+            out.append(FirstTry(i, exp.op, False, "missing_call", missing))
             continue
-        pos = attempts[k]
+        op = min(unpaired, key=lambda name: unpaired[name])
+        seen[op] += 1
+        pos = unpaired[op]
         call = calls[pos]
         if call.schema_valid is False:
-            out.append(FirstTry(i, exp.op, False, "schema_invalid", f"{exp.op}: arguments fail its schema", pos))
+            out.append(FirstTry(i, op, False, "schema_invalid", f"{op}: arguments fail its schema", pos))
             continue
         problems = arg_problems(exp, call)
         if problems:
             first = problems[0]
-            out.append(FirstTry(i, exp.op, False, first.error_type, f"{exp.op}: {first.detail}", pos))
+            out.append(FirstTry(i, op, False, first.error_type, f"{op}: {first.detail}", pos))
         else:
-            out.append(FirstTry(i, exp.op, True, None, "", pos))
+            out.append(FirstTry(i, op, True, None, "", pos))
     return out
 
 
@@ -204,12 +211,12 @@ def _selection(task: Task, calls: Sequence[CallRecord], errors: list[str], failu
     if not task.expected:
         return None
     named = [c for c in calls if c.operation is not None]
-    firsts = {e.op for e in task.expected} if task.order == "any" else {task.expected[0].op}
+    firsts = {op for e in task.expected for op in e.ops} if task.order == "any" else set(task.expected[0].ops)
     selection = bool(named) and named[0].operation in firsts
     if not selection:
         errors.append("wrong_operation")
         got = named[0].operation if named else "no operation"
-        failures.append(f"selection: expected {task.expected[0].op} first, got {got}")
+        failures.append(f"selection: expected {task.expected[0].label} first, got {got}")
     return selection
 
 

@@ -139,9 +139,10 @@ def _from_file(spec: SuiteFile, folder: Path, path: Path) -> dict[str, Any]:
     return {
         "name": spec.name or folder.name,
         "folder": folder,
-        "catalog_spec": _resolve(folder, spec.catalog) if spec.catalog else "",
+        "catalog_spec": _resolve(folder, spec.catalog) if spec.catalog else _mcp_source(spec, folder, path),
+        "mcp": _mcp_spec(spec, folder, path),  # catalog: {mcp: {...}}: a live server (bench/mcp/suites.py)
         "catalog_format": spec.catalog_format,
-        "backend_spec": _spec(spec.backend, folder, path, "backend"),
+        "backend_spec": "mcp" if spec.backend == "mcp" else _spec(spec.backend, folder, path, "backend"),
         "system_prompt": spec.system_prompt or DEFAULT_SYSTEM,
         "max_steps": spec.max_steps or DEFAULT_MAX_STEPS,
         "description": spec.description,
@@ -152,6 +153,26 @@ def _from_file(spec: SuiteFile, folder: Path, path: Path) -> dict[str, Any]:
         "tags": spec.tags,
         "checks": tuple(str(_spec(c, folder, path, f"checks[{i}]")) for i, c in enumerate(spec.checks)),
     }
+
+
+def _mcp_spec(spec: SuiteFile, folder: Path, path: Path) -> Any:
+    """The live MCP server a suite's catalog names (None for a file or a class); SuiteError when malformed."""
+    if spec.catalog_mcp is None:
+        if spec.backend == "mcp":
+            raise SuiteError(f"{path}: backend: mcp needs a live server: catalog: {{mcp: {{command: ..., args: []}}}}")
+        return None
+    from surfbench.bench.mcp.suites import resolve
+
+    try:
+        return resolve(spec.catalog_mcp, folder, str(path))
+    except ValueError as exc:
+        raise SuiteError(str(exc)) from None
+
+
+def _mcp_source(spec: SuiteFile, folder: Path, path: Path) -> str:
+    """A live catalog's source, ``mcp:COMMAND ARGS`` (what its importer names it); "" for none."""
+    found = _mcp_spec(spec, folder, path)
+    return f"mcp:{found.server.label}" if found is not None else ""
 
 
 def _written(spec: SuiteFile, folder: Path, path: Path, variant: str | None) -> dict[str, Any]:
@@ -207,7 +228,7 @@ def _check_loaded(suite: Suite, path: Path, *, args: bool) -> None:
     ``args``: also argument names and canned operations (see bench.suite_checks.check_against_catalog).
     """
     _ = suite.classifier
-    if suite.backend_spec is not None:
+    if suite.backend_spec not in (None, "mcp"):
         load_hook(suite.backend_spec, path, "backend")  # a typo in the class name fails now, not in episode one
     for i, check in enumerate(suite.checks):
         load_hook(check, path, f"checks[{i}]")  # the file and the function exist
@@ -218,7 +239,7 @@ def _check_loaded(suite: Suite, path: Path, *, args: bool) -> None:
     for task in suite.tasks:
         check_against_catalog(
             f"{task.source}: task {task.id!r}",
-            [(c.op, c.args, c.oracle_args) for c in task.expected],
+            task.expected,
             task.canned,
             suite.catalog_for(task),
             args=args,

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from surfbench.bench.catalog import Catalog
+from surfbench.bench.expected import call_from, check_call, one_of_from
 from surfbench.bench.fields import _fail, _got, boolean, items, mapping, no_unknown, strings, text
-from surfbench.bench.matcher_checks import check_matcher, check_object_matcher, compile_regex
+from surfbench.bench.matcher_checks import check_matcher, compile_regex
 from surfbench.bench.suite_model import (
     ANSWER_KEYS,
     CALL_KEYS,
@@ -101,6 +102,16 @@ def hook_specs(data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]
     return tuple(specs)
 
 
+def _mcp_catalog(value: Any, where: str) -> dict[str, Any] | None:
+    """``catalog: {mcp: {...}, pinned: FILE}`` checked (bench/mcp/spec.py), or None for a file or class."""
+    from surfbench.bench.mcp.spec import catalog_mapping
+
+    try:
+        return catalog_mapping(value, where)
+    except ValueError as exc:
+        _fail(where, str(exc).removeprefix(f"{where}: "))
+
+
 def suite_file(data: Any, path: Path) -> SuiteFile:
     """suite.yaml's fields, checked (None or empty where absent).
 
@@ -117,7 +128,8 @@ def suite_file(data: Any, path: Path) -> SuiteFile:
     spec = SuiteFile(
         name=text(data, "name", where),
         description=text(data, "description", where, empty=True) or "",
-        catalog=text(data, "catalog", where),
+        catalog=None if isinstance(data.get("catalog"), Mapping) else text(data, "catalog", where),
+        catalog_mcp=_mcp_catalog(data.get("catalog"), where),  # {mcp: {...}, pinned: FILE}: a live server
         catalog_format=text(data, "catalog_format", where),
         backend=None if backend == "none" else backend,
         system_prompt=text(data, "system_prompt", where, empty=True),
@@ -134,7 +146,7 @@ def suite_file(data: Any, path: Path) -> SuiteFile:
     )
     if not spec.loader:
         for key in ("catalog", "tasks"):
-            if not getattr(spec, key):
+            if not getattr(spec, key) and not (key == "catalog" and spec.catalog_mcp):
                 _fail(where, f"field {key!r} is required")
     return spec
 
@@ -149,20 +161,15 @@ def turn_index(value: Any, turns: int, where: str) -> int | None:
 
 
 def _expected(row: Mapping[str, Any], turns: int, where: str) -> tuple[ExpectedCall, ...]:
-    calls = []
+    calls: list[ExpectedCall] = []
     for i, call in enumerate(items(row, "expected", where)):
         at = f"{where}: expected[{i}]"
+        if isinstance(call, Mapping) and "one_of" in call:
+            calls.append(one_of_from(call, at, turn_index(call.get("turn"), turns, at)))
+            continue
         if not isinstance(call, Mapping) or "op" not in call:
-            _fail(at, "needs an 'op' (a mapping {op: ..., args: {...}})")
-        no_unknown(call, CALL_KEYS, at)
-        op = text(call, "op", at, required=True)
-        args = mapping(call, "args", at)
-        check_object_matcher(args, f"{at}.args")
-        oracle = call.get("oracle_args")
-        if oracle is not None and not isinstance(oracle, Mapping):
-            _fail(at, f"field 'oracle_args' must be a mapping of concrete arguments, got {_got(oracle)}")
-        turn = turn_index(call.get("turn"), turns, at)
-        calls.append(ExpectedCall(str(op), args, None if oracle is None else dict(oracle), turn))
+            _fail(at, "needs an 'op' (a mapping {op: ..., args: {...}}) or a 'one_of' list of alternatives")
+        calls.append(call_from(call, CALL_KEYS, at, turn_index(call.get("turn"), turns, at)))
     return tuple(calls)
 
 
@@ -305,23 +312,9 @@ def task_from(row: Any, path: Path, index: int, suite_tags: Iterable[str] = ()) 
     )
 
 
-def undeclared(schema: Mapping[str, Any], names: Sequence[str]) -> list[str]:
-    """Argument names an operation's schema does not declare and does not let through.
-
-    A schema without ``properties``, or whose ``additionalProperties`` allows more, declares no closed
-    set; otherwise the call validator refuses any other name (bench.validation), so an expected
-    argument outside it can never be given, and one marked may-be-omitted (``""``) is dead: a typo.
-    """
-    props = schema.get("properties")
-    extra = schema.get("additionalProperties")
-    if not isinstance(props, Mapping) or extra is True or isinstance(extra, Mapping):
-        return []
-    return [n for n in names if n != "$extra" and n not in props]
-
-
 def check_against_catalog(
     where: str,
-    calls: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any] | None]],
+    calls: Sequence[ExpectedCall],
     canned: Mapping[str, Any],
     catalog: Catalog,
     *,
@@ -332,27 +325,15 @@ def check_against_catalog(
 
     Args:
         where: ``file: task 'id'`` for the message.
-        calls: (op, argument matchers, oracle arguments) of each expected call.
+        calls: The task's expected calls (each alternative of a ``one_of`` is checked).
         canned: The task's canned results by operation.
         catalog: The task's catalog.
         args: Also check argument names and canned operations (off for a loader's tasks: BFCL is
             imported as it is, known flaws included, see README).
         backend: The suite's backend spec; canned results apply only without one.
     """
-    for i, (op, matchers, oracle) in enumerate(calls):
-        if op not in catalog:
-            near = closest(op, catalog.names)
-            tip = f" (did you mean {', '.join(near)}?)" if near else ""
-            _fail(where, f"expected op {op!r} not in the catalog{tip}")
-        if not args:
-            continue
-        schema = catalog[op].parameters
-        for label, given in (("args", matchers), ("oracle_args", oracle or {})):
-            unknown = undeclared(schema, list(given))
-            if unknown:
-                near = closest(unknown[0], list(schema.get("properties", {})))
-                tip = f" (did you mean {near[0]!r}?)" if near else ""
-                _fail(f"{where}: expected[{i}].{label}", f"{op} has no argument {unknown[0]!r}{tip}")
+    for i, call in enumerate(calls):
+        check_call(i, call, catalog, where, args=args)
     if not args or not canned:
         return
     if backend is not None:

@@ -13,10 +13,11 @@ suite.yaml (:class:`SuiteFile`)::
     description: ...                    # one line for listings and reports
     catalog: backend.py:ForgeBackend    # the operations: a catalog file (MCP tools/list, OpenAI tools,
                                         #   OpenAPI, ...) or a Python class (file.py:Class); required
-                                        #   unless a loader builds it
+                                        #   unless a loader builds it; or a live MCP server:
+                                        #   {mcp: {command, args, ...}, pinned: tools.json} (bench/mcp/suites.py)
     catalog_format: null                # the catalog file's format, when its shape is ambiguous
     backend: backend.py:ForgeBackend    # the class that executes calls; omitted or none: each task's
-                                        #   canned results
+                                        #   canned results; mcp: the live server of catalog.mcp
     backend_options: {memory_mb: 2048}  # keyword arguments for the backend class (a run may override them)
     system_prompt: "..."                # default: a generic "act through the tools" prompt
     max_steps: 6                        # most model calls per episode (or per turn), 1 to 1000; default 6
@@ -46,6 +47,10 @@ A task (:class:`Task`)::
                                         #   lets other arguments through
         oracle_args: {index: 3}         #   concrete arguments for the oracle replay where matchers allow many
         turn: 0                         #   the user turn (0-based) it answers; default: any
+      - one_of:                         #   or a choice: any alternative (op, args, oracle_args) satisfies
+          - {op: create_issue, args: {title: Bug}}  # it (bench/expected.py); the oracle replays the first
+          - {op: issue_write, args: {method: create, title: Bug}}
+        turn: 0
     order: ordered                      # ordered | any: whether the expected calls must come in this order
     state:                              # checks on the backend's state (StateCheck)
       - path: repos.acme/web.issues.3.state  # keys from the root: a.b.c, or a list when a key has a dot
@@ -78,6 +83,7 @@ from typing import Any, cast
 
 from surfbench.bench.backend import Backend, CannedBackend
 from surfbench.bench.catalog import Catalog, CatalogError
+from surfbench.bench.expected import ExpectedCall
 from surfbench.bench.fields import SuiteError
 from surfbench.bench.importers import load_catalog
 from surfbench.bench.importers.pycallable import load_module
@@ -105,20 +111,6 @@ Classifier = Callable[..., list[str]]
 def yaml_keys(cls: type) -> frozenset[str]:
     """The keys a YAML mapping of ``cls`` may hold: its fields, less those the loader sets (INTERNAL)."""
     return frozenset(f.name for f in fields(cls) if f.metadata.get("yaml", True))
-
-
-@dataclass(frozen=True)
-class ExpectedCall:
-    """One canonical call of a task."""
-
-    op: str
-    """Canonical operation expected."""
-    args: dict[str, Any] = field(default_factory=dict)
-    """Argument matchers (BFCL style)."""
-    oracle_args: dict[str, Any] | None = None
-    """Concrete arguments for the oracle replay, where the matchers do not pin one value."""
-    turn: int | None = None
-    """The user turn (0-based) the call answers, for multi-turn tasks; None: any."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +212,8 @@ class SuiteFile:
     """A catalog file, or a Python class (``file.py:Class``) whose operations are the catalog."""
     catalog_format: str | None = None
     """The catalog file's format, when its shape is ambiguous."""
+    catalog_mcp: dict[str, Any] | None = field(default=None, metadata=INTERNAL)
+    """``catalog: {mcp: {...}, pinned: FILE}``: a live MCP server (bench/mcp/suites.py)."""
     backend: str | None = None
     """``file.py:Class`` that executes calls; None (or ``none``): each task's canned results."""
     system_prompt: str | None = None
@@ -251,6 +245,12 @@ TASK_KEYS = yaml_keys(Task)
 CALL_KEYS = yaml_keys(ExpectedCall)
 STATE_KEYS = yaml_keys(StateCheck)
 ANSWER_KEYS = yaml_keys(AnswerCheck)
+
+
+def _mcp() -> Any:
+    from surfbench.bench.mcp import suites  # the SDK loads only for a suite over a live server
+
+    return suites
 
 
 def load_hook(spec: str, where: Path | str, role: str) -> Any:
@@ -305,6 +305,8 @@ class Suite:
     """The suite's own task tags beyond CORE_TAGS."""
     checks: tuple[str, ...] = ()
     """The suite's own scoring checks, ``path.py:function`` each (resolved), in the order they run."""
+    mcp: Any = None
+    """A live MCP server as the catalog (bench.mcp.suites.McpCatalogSpec); None: ``catalog_spec``."""
 
     @cached_property
     def classifier(self) -> Classifier | None:
@@ -318,6 +320,8 @@ class Suite:
         """The suite's catalog (for a suite whose tasks carry their own: the union of theirs)."""
         if self.preset_catalog is not None:
             return self.preset_catalog
+        if self.mcp is not None:
+            return cast(Catalog, _mcp().live_suite_catalog(self.mcp, self.name))
         return load_catalog(self.catalog_spec, fmt=self.catalog_format, name=self.name)
 
     @property
@@ -338,6 +342,8 @@ class Suite:
         return task.catalog if task.catalog is not None else self.catalog
 
     def _backend_class(self) -> Any:
+        if self.backend_spec == "mcp":
+            return _mcp().mcp_backend_class()
         module_name, _, attr = str(self.backend_spec).rpartition(":")
         return getattr(load_module(module_name, str(self.folder / "suite.yaml")), attr)
 
@@ -364,6 +370,9 @@ class Suite:
             canned: Backend = CannedBackend(task.canned)
             canned.reset(task.scenario)
             return canned
+        if self.backend_spec == "mcp":
+            settings = self.backend_settings(options)
+            return cast(Backend, _mcp().new_mcp_backend(self.mcp, self.folder, settings, task.scenario))
         backend: Backend = self._backend_class()(**self.backend_settings(options))
         backend.reset(task.scenario)
         return backend

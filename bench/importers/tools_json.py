@@ -57,6 +57,7 @@ def import_mcp(doc: Any, source: str) -> list[Operation]:
                 category=(t.get("_meta") or {}).get("category") if isinstance(t.get("_meta"), Mapping) else None,
                 read_only=flag(notes.get("readOnlyHint"), "annotations.readOnlyHint", source, t.get("name")),
                 destructive=flag(notes.get("destructiveHint"), "annotations.destructiveHint", source, t.get("name")),
+                idempotent=flag(notes.get("idempotentHint"), "annotations.idempotentHint", source, t.get("name")),
             )
         )
     return ops
@@ -92,7 +93,7 @@ def import_native(doc: Any, source: str) -> list[Operation]:
     """Surfbench's own catalog format (what :meth:`Catalog.to_json` writes)."""
     if not isinstance(doc, Mapping) or "operations" not in doc:
         raise CatalogError(source, "native catalog needs an 'operations' list")
-    allowed = {"name", "description", "parameters", "category", "weight", "read_only", "destructive"}
+    allowed = {"name", "description", "parameters", "category", "weight", "read_only", "destructive", "idempotent"}
     ops = []
     for item in require_list(doc["operations"], source, "operations"):
         unknown = set(item) - allowed
@@ -109,6 +110,7 @@ def import_native(doc: Any, source: str) -> list[Operation]:
                 weight=item.get("weight", 0.0),
                 read_only=flag(item.get("read_only"), "read_only", source, item.get("name")),
                 destructive=flag(item.get("destructive"), "destructive", source, item.get("name")),
+                idempotent=flag(item.get("idempotent"), "idempotent", source, item.get("name")),
             )
         )
     return ops

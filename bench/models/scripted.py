@@ -66,7 +66,8 @@ class OracleClient:
     """For tests of sweeps, reports and gates: replays each task's reference calls.
 
     It finds the task by the first user message, calls each expected operation (as a typed tool when
-    one is shown, else through the dispatcher tool), then answers with the task's answer words.
+    one is shown, else through the dispatcher tool; of a ``one_of``, the first alternative, whose op and
+    args the expected call carries), then answers with the task's answer words.
     Results it produces are labelled scripted in run.json and in reports: never a measurement.
     """
 
