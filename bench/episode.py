@@ -5,6 +5,11 @@ text-only answer, on ``max_steps``, on a harness error, or (``stop_on_repeat``) 
 sending the same failing output again (:mod:`surfbench.bench.stuck`). A tool error (rejection, failed
 operation) goes back to the model as the tool's result; a harness error ends the episode and is
 recorded with its traceback.
+
+One tool call may run a program (code mode, :mod:`surfbench.bench.program`): the surface dispatches
+it as a :class:`~surfbench.bench.program.ProgramDispatch`, the loop runs it with an executor, and every
+call the program makes is executed on this loop's backend and recorded as a call of the same step,
+followed by the program's own record, whose result is what the model gets back.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 from surfbench.bench.backend import Backend, ToolError
 from surfbench.bench.models.client import ContextOverflow, EndpointRefused
 from surfbench.bench.models.types import ModelClient, ModelRequest, ModelTurn, ParsedCall
+from surfbench.bench.program import Executed, ProgramDispatch
 from surfbench.bench.records import CallRecord, EpisodeTrace, StepRecord
 from surfbench.bench.stuck import STUCK_REPEAT, RepeatTracker
 from surfbench.bench.suite import Task
@@ -111,14 +117,15 @@ def run_episode(
                     seed=settings.seed,
                 )
                 turn = client.complete(request)
-                calls = _run_calls(turn, session, backend, step, catalog_ops)
+                groups = _run_calls(turn, session, backend, step, catalog_ops)
+                calls = [record for group in groups for record in group]
                 trace.calls += calls
                 trace.steps.append(_step_record(step, request, turn, tools, system, calls))
                 step += 1
                 run = repeats.observe(trace.steps[-1], calls)
                 messages.append(_assistant_message(turn))
-                for call, record in zip(turn.tool_calls, calls, strict=False):
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": record.result})
+                for call, group in zip(turn.tool_calls, groups, strict=False):  # the group's last record answers
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": group[-1].result})
                 if settings.stop_on_repeat is not None and run >= settings.stop_on_repeat:
                     trace.stopped = STUCK_REPEAT  # scored like max_steps: no answer, no further user turn
                     break
@@ -165,11 +172,14 @@ def _run_calls(
     backend: Backend,
     step: int,
     catalog_ops: Callable[[str], dict[str, Any] | None],
-) -> list[CallRecord]:
-    records = []
-    for index, call in enumerate(turn.tool_calls):
-        records.append(_run_call(call, session, backend, step, index, catalog_ops))
-    return records
+) -> list[list[CallRecord]]:
+    """Per tool call, its records: one, or a program's canonical calls followed by the program's own."""
+    groups: list[list[CallRecord]] = []
+    index = 0
+    for call in turn.tool_calls:
+        groups.append(_run_call(call, session, backend, step, index, catalog_ops))
+        index += len(groups[-1])
+    return groups
 
 
 def _run_call(
@@ -179,26 +189,75 @@ def _run_call(
     step: int,
     index: int,
     catalog_ops: Callable[[str], dict[str, Any] | None],
-) -> CallRecord:
+) -> list[CallRecord]:
     if call.arguments_error:
         text = f"Could not parse the arguments of {call.name}: {call.arguments_error}. Send valid JSON."
-        return CallRecord(
-            step, index, call.name, call.arguments, "parse_error", error_type="parse_failure", result=text
-        )
+        return [
+            CallRecord(step, index, call.name, call.arguments, "parse_error", error_type="parse_failure", result=text)
+        ]
     outcome: Dispatch = session.dispatch(ToolCall(call.name, call.arguments, call.id))
+    if isinstance(outcome, ProgramDispatch) and outcome.run is not None:
+        return _run_program(outcome, call, backend, step, index, catalog_ops)
+    return [_execute(outcome, call.name, call.arguments, step, index, backend, catalog_ops)[0]]
+
+
+def _run_program(
+    outcome: ProgramDispatch,
+    call: ParsedCall,
+    backend: Backend,
+    step: int,
+    index: int,
+    catalog_ops: Callable[[str], dict[str, Any] | None],
+) -> list[CallRecord]:
+    """A program's calls, each executed and recorded like a direct call of this step, then the program's record."""
+    assert outcome.run is not None
+    records: list[CallRecord] = []
+
+    def execute(function: str, arguments: Any, dispatch: Dispatch) -> Executed:
+        record, value = _execute(dispatch, function, arguments, step, index + len(records), backend, catalog_ops)
+        records.append(record)
+        if record.kind == "operation" and record.backend_ok:
+            return Executed(True, value)
+        if record.kind == "meta" and record.error_type is None:
+            return Executed(True, dispatch.text)
+        return Executed(
+            False, error=dispatch.text if record.kind != "operation" else record.result, error_type=record.error_type
+        )
+
+    result = outcome.run(execute)
+    args = outcome.args if outcome.args is not None else call.arguments
+    # the surface cut the program's output to its own limit (code mode: 16 KB), not RESULT_CHARS
+    program = CallRecord(
+        step, index + len(records), call.name, args, outcome.kind, None, outcome.meta, result.error_type, None, None,
+        result.text,
+    )  # fmt: skip
+    return [*records, program]
+
+
+def _execute(
+    outcome: Dispatch,
+    tool: str,
+    arguments: Any,
+    step: int,
+    index: int,
+    backend: Backend,
+    catalog_ops: Callable[[str], dict[str, Any] | None],
+) -> tuple[CallRecord, Any]:
+    """Record a dispatched call; an operation runs on the backend first. Returns the record and the raw result."""
     schema_valid = None
     if outcome.operation is not None:
         schema = catalog_ops(outcome.operation)
         if schema is not None:
             schema_valid = not validate_args(outcome.args if outcome.args is not None else {}, schema)
-    args = outcome.args if outcome.args is not None else call.arguments
+    args = outcome.args if outcome.args is not None else arguments
     if outcome.kind != "operation":
         return CallRecord(
-            step, index, call.name, args, outcome.kind, outcome.operation, outcome.meta, outcome.error_type,
+            step, index, tool, args, outcome.kind, outcome.operation, outcome.meta, outcome.error_type,
             schema_valid, None, _result_text(outcome.text),
-        )  # fmt: skip
+        ), None  # fmt: skip
     assert outcome.operation is not None and outcome.args is not None
     error_type: str | None
+    result: Any = None
     try:
         result = backend.call(outcome.operation, outcome.args)
         ok, text, error_type = True, _result_text(result), None
@@ -206,9 +265,10 @@ def _run_call(
         ok, text, error_type = False, f"Error: {exc}", BACKEND_ERROR
     # a sandboxed backend names the limit the call ran into (disk quota, memory cap): more specific
     error_type = getattr(backend, "last_error_type", None) or error_type
-    return CallRecord(
-        step, index, call.name, outcome.args, "operation", outcome.operation, None, error_type, schema_valid, ok, text
+    record = CallRecord(
+        step, index, tool, outcome.args, "operation", outcome.operation, None, error_type, schema_valid, ok, text
     )
+    return record, result
 
 
 def _step_record(

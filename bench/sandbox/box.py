@@ -45,6 +45,7 @@ import tempfile
 import threading
 import time
 import weakref
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 # Limits, Result and MB: callers import them from here too
@@ -59,6 +60,7 @@ MOUNT = "/work"  # where the episode directory appears inside the sandbox
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
 NS_GET_USERNS = 0xB701  # ioctl (linux/nsfs.h): the user namespace that owns a namespace
 HOLD = "cp -a /.seed/. /work/ && echo $$ && exec cat >/dev/null"  # copies the seed in, then idles
+Serve = Callable[["subprocess.Popen[bytes]", float], tuple[int | None, bool]]  # see Sandbox.run
 ENOSPC = ("No space left on device", "Disk quota exceeded")
 NOMEM = ("MemoryError", "Cannot allocate memory", "memory exhausted", "out of memory", "bad_alloc")
 
@@ -263,8 +265,15 @@ class Sandbox:
         limits = [f"--nproc={procs}", f"--fsize={lim.max_file_bytes}", f"--as={memory}", f"--cpu={lim.cpu_s}"]
         return ["prlimit", *limits, "--", *inner]
 
-    def run(self, command: list[str], stdin: str = "", readonly: bool = False) -> Result:
-        """Run ``command`` (argv) with ``stdin``; never raises for what the command does."""
+    def run(
+        self, command: list[str], stdin: str = "", readonly: bool = False, pass_fds: Sequence[int] = (),
+        serve: Serve | None = None,
+    ) -> Result:  # fmt: skip
+        """Run ``command`` (argv) with ``stdin``; never raises for what the command does.
+
+        ``pass_fds`` stay open in the command (same numbers); ``serve(proc, started)`` then talks to it over
+        them instead of a plain wait, and returns (exit code, timed out) as the wait would (:mod:`.channel`).
+        """
         started = time.perf_counter()
         before = self._sample_disk()
         group = self._group() if self._capped() else None
@@ -280,14 +289,14 @@ class Sandbox:
                     gate = (fds["block"], fds["told"]) if fds else None
                     proc = subprocess.Popen(
                         self.argv(command, readonly, gate), stdin=subprocess.PIPE, stdout=out, stderr=err,
-                        pass_fds=[*self.ns_fds, *(gate or ())], start_new_session=True, user=self.uid,
+                        pass_fds=[*self.ns_fds, *(gate or ()), *pass_fds], start_new_session=True, user=self.uid,
                         group=self.uid, extra_groups=self.groups,
                     )  # fmt: skip
                     if group is not None:
                         self._enter(group, proc, fds)
                     feeder = threading.Thread(target=_feed, args=(proc, stdin.encode("utf-8", "replace")), daemon=True)
                     feeder.start()
-                    code, timed_out = self._wait(proc, started)
+                    code, timed_out = (serve or self._wait)(proc, started)
                     feeder.join(timeout=1)
                 stdout, cut_out = _read_capped(out_path, self.limits.output_cap)
                 stderr, cut_err = _read_capped(err_path, self.limits.output_cap // 4)

@@ -1,0 +1,177 @@
+"""One ``run_code`` call: the program in its sandbox, and the harness side of its SDK calls.
+
+Every request line from the program is untrusted. A well-formed one is ``{"id": n, "fn": name, "args":
+[...], "kwargs": {...}}`` (or the final ``{"done": true, ...}``); anything else is answered with an error
+and executes nothing. ``fn`` is routed like a direct call: ``describe`` / ``search_api`` (where the
+variant has them) are meta answers; a name the SDK does not define is ``not_exposed``; otherwise the
+operation's own schema validates the keywords (``Surface.route``) and the loop's executor runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from surfbench.bench.program import Execute, ProgramResult
+from surfbench.bench.sandbox.box import Sandbox
+from surfbench.bench.sandbox.channel import ChannelStats, run_with_channel
+from surfbench.bench.sandbox.limits import Result
+from surfbench.bench.surface import BAD_META_CALL, NOT_EXPOSED, SCHEMA_INVALID, Dispatch
+from surfbench.bench.validation import closest, short
+from surfbench.surfaces._sdk import stub
+
+if TYPE_CHECKING:
+    from surfbench.surfaces.code import CodeSurface
+
+CODE_SYNTAX_ERROR, CODE_EXCEPTION, CODE_TIMEOUT, NO_SDK_CALL = (
+    "code_syntax_error", "code_exception", "code_timeout", "no_sdk_call",
+)  # fmt: skip
+CODE_ERRORS = {
+    CODE_SYNTAX_ERROR: "code mode: the program did not parse (nothing ran)",
+    CODE_EXCEPTION: "code mode: the program raised, or ended without finishing (a limit, a crash)",
+    CODE_TIMEOUT: "code mode: the program did not finish in time and was killed with everything it started",
+    NO_SDK_CALL: "code mode: the program ran without calling any SDK function (an answer written, not looked up)",
+}
+OUTPUT_CHARS = 16 * 1024
+RUNTIME = (Path(__file__).parent / "_code_runtime.py").read_text(encoding="utf-8")
+MALFORMED = "malformed SDK request"
+
+
+def python_command(requests: int, replies: int) -> list[str]:
+    """The program's interpreter: isolated, no site, unbuffered (printed output survives a kill)."""
+    return ["python3", "-I", "-S", "-u", "-c", RUNTIME, str(requests), str(replies)]
+
+
+class Program:
+    """One program run; ``run(execute)`` is what the episode loop calls (:mod:`surfbench.bench.program`)."""
+
+    def __init__(self, surface: CodeSurface, code: str) -> None:
+        self.surface = surface
+        self.code = code
+        self.calls = 0
+        self.malformed = 0
+        self.done: dict[str, Any] | None = None
+        self.execute: Execute | None = None
+        self.stats: ChannelStats | None = None
+        self.setup_s = 0.0
+        """Seconds to make the program's sandbox (its scratch disk) before the program starts."""
+
+    def run(self, execute: Execute) -> ProgramResult:
+        """Run the program in a fresh sandbox, answering its SDK calls through ``execute``."""
+        self.execute = execute
+        surface = self.surface
+        payload = {"functions": list(surface.names.operation), "meta": surface.meta_functions, "code": self.code}
+        began = time.perf_counter()
+        sandbox = Sandbox(surface.limits)
+        self.setup_s = time.perf_counter() - began
+        try:
+            readonly = not surface.scratch_mb
+            result, self.stats = run_with_channel(sandbox, python_command, self.handle, json.dumps(payload), readonly)
+        finally:
+            sandbox.close()
+        return self.result(result)
+
+    # -- the pipe ------------------------------------------------------------------------------------
+    def handle(self, line: bytes) -> bytes | None:
+        """Answer one request line; a malformed one gets an error and executes nothing."""
+        try:
+            frame = json.loads(line)
+        except (ValueError, RecursionError):
+            return self._malformed("not one JSON object per line")
+        if not isinstance(frame, dict):
+            return self._malformed("not a JSON object")
+        if frame.get("done") is True and set(frame) <= {"done", "value", "error", "error_type"}:
+            self.done = frame
+            return None
+        fn, args, kwargs = frame.get("fn"), frame.get("args", []), frame.get("kwargs", {})
+        shape = set(frame) <= {"id", "fn", "args", "kwargs"} and isinstance(args, list) and isinstance(kwargs, dict)
+        if not (shape and isinstance(fn, str) and fn.isidentifier()):
+            return self._malformed("expected {id, fn, args, kwargs}")
+        if self.calls >= self.surface.max_calls:
+            return _reply(False, f"too many SDK calls: at most {self.surface.max_calls} per program")
+        self.calls += 1
+        assert self.execute is not None
+        sent = {**kwargs, "*args": args} if args else kwargs
+        executed = self.execute(fn, sent, self.route(fn, args, kwargs))
+        return _reply(executed.ok, executed.value if executed.ok else executed.error)
+
+    def _malformed(self, why: str) -> bytes:
+        self.malformed += 1
+        return _reply(False, f"{MALFORMED}: {why}")
+
+    def route(self, fn: str, args: list[Any], kwargs: dict[str, Any]) -> Dispatch:
+        """Where one SDK call goes: a meta answer, a rejection, or an operation (validated)."""
+        surface, names = self.surface, self.surface.names
+        if fn in surface.meta_functions:
+            return self._meta(fn, [*args, *kwargs.values()])
+        op_name = names.operation.get(fn)
+        if op_name is None:
+            near = closest(fn, list(names.operation))
+            tip = f" Did you mean {', '.join(near)}?" if near else ""
+            text = f"Function '{fn}' is not in the SDK.{tip}"
+            operation = fn if fn in surface.catalog else None
+            return Dispatch("rejected", fn, operation=operation, args=kwargs, text=text, error_type=NOT_EXPOSED)
+        op = surface.catalog[op_name]
+        if args:
+            shown = ", ".join(f"{names.keyword(op.name, a)}=..." for a in op.required)
+            text = f"{fn}() takes keyword arguments only: {fn}({shown}). {surface.typed_schema_hint(op)}"
+            given = names.arguments(op.name, kwargs)
+            return Dispatch("rejected", fn, operation=op.name, args=given, text=text, error_type=SCHEMA_INVALID)
+        return surface.route(fn, op, names.arguments(op.name, kwargs), surface.typed_schema_hint(op))
+
+    def _meta(self, fn: str, values: list[Any]) -> Dispatch:
+        surface = self.surface
+        word = values[0] if len(values) == 1 and isinstance(values[0], str) and values[0].strip() else None
+        if fn == "describe":
+            op_name = surface.names.operation.get(word or "")
+            if op_name is None:
+                near = closest(str(word), list(surface.names.operation))
+                text = f"describe(name) takes one SDK function name; got {short(values)}. Close: {', '.join(near)}."
+                return Dispatch("meta", fn, text=text, meta="help", error_type=BAD_META_CALL)
+            return Dispatch("meta", fn, text=stub(surface.names, surface.catalog[op_name]), meta="help")
+        if word is None:
+            text = f"search_api(query) takes one text: what you want to do; got {short(values)}."
+            return Dispatch("meta", fn, text=text, meta="search", error_type=BAD_META_CALL)
+        stubs = [stub(surface.names, op) for op in surface.search(word)]
+        return Dispatch("meta", fn, text="\n\n".join(stubs) or "No function matches that query.", meta="search")
+
+    # -- what the model sees -------------------------------------------------------------------------
+    def result(self, run: Result) -> ProgramResult:
+        """Printed output, then the value or the error; the error type of the program itself."""
+        done = self.done or {}
+        error_type: str | None = done.get("error_type") if done.get("error_type") in CODE_ERRORS else None
+        parts = [run.stdout.rstrip("\n")] if run.stdout.strip() else []
+        if run.timed_out:
+            error_type = CODE_TIMEOUT
+            parts.append(f"[killed: the program did not finish in {self.surface.timeout_s:g} s]")
+        elif not self.done:
+            error_type = CODE_EXCEPTION
+            parts.append(f"[the program ended without finishing: exit {run.exit_code}]")
+        if run.note:
+            error_type = error_type or CODE_EXCEPTION
+            parts.append(f"[{run.note}]")
+        if isinstance(done.get("error"), str):
+            parts.append(done["error"].rstrip("\n"))
+        elif done.get("value") is not None:
+            parts.append(f"[value] {done['value']}")
+        if run.stderr.strip() and not isinstance(done.get("error"), str):
+            parts.append("[stderr] " + run.stderr.rstrip("\n"))
+        if self.malformed:
+            parts.append(f"[{self.malformed} malformed SDK request(s) ignored]")
+        if error_type is None and self.calls == 0:
+            error_type = NO_SDK_CALL
+            parts.append("[no SDK function was called]")
+        text = "\n".join(parts) or "[no output]"
+        if len(text) > OUTPUT_CHARS or run.truncated:
+            text = text[:OUTPUT_CHARS] + f"\n[output cut at {OUTPUT_CHARS // 1024} KB]"
+        return ProgramResult(text, error_type)
+
+
+def _reply(ok: bool, value: Any) -> bytes:
+    body = {"ok": True, "value": value} if ok else {"ok": False, "error": str(value)}
+    try:
+        return json.dumps(body, default=str, ensure_ascii=False).encode("utf-8", "replace")
+    except (ValueError, RecursionError):  # a value JSON cannot hold (a cycle): its text
+        return json.dumps({"ok": ok, "value" if ok else "error": str(value)}).encode("utf-8", "replace")

@@ -1,0 +1,148 @@
+"""``code``: code mode. The catalog as a typed Python SDK, and one tool, ``run_code {code}``.
+
+The model writes one program; it runs as its own Python process in the bubblewrap sandbox (no
+network, limits on processes, memory, CPU and output, a timeout that kills everything). Each SDK call
+comes back over a pipe (:mod:`surfbench.surfaces._code_calls`) and goes through the same dispatch as a
+direct call: the boundary (only this SDK's functions), the operation's own schema, the episode's
+backend; each is recorded as a canonical call of the step. A failed call raises ``SDKError`` in the
+program with the teaching message a direct call gets. The printed output and the value of the last
+expression (cut at 16 KB) are the tool's result.
+
+Variants (``sdk``): ``full`` (every stub in the tool description), ``index`` (one line per function,
+plus ``describe(name)`` for a full stub) and ``search`` (``search_api(query)`` returns the stubs of the
+best matches, from the retrievers of :mod:`surfbench.bench.retrieval`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from surfbench.bench.catalog import Operation
+from surfbench.bench.program import ProgramDispatch
+from surfbench.bench.retrieval import make_retriever
+from surfbench.bench.sandbox.limits import MB, Limits
+from surfbench.bench.sandbox.memcap import memory_cap
+from surfbench.bench.surface import MetaHandler, Session, Surface, ToolCall, ToolSpec, coerce_args
+from surfbench.surfaces import register
+from surfbench.surfaces._code_calls import CODE_ERRORS, Program
+from surfbench.surfaces._exec import own_schema_error
+from surfbench.surfaces._sdk import SdkNames, index_line, render_module, stub
+
+RUN_CODE = "run_code"
+VARIANTS = ("full", "index", "search")
+PREAMBLE = (
+    "Run a Python 3 program in a sandbox (no network; scratch files go under /tmp). Call the SDK "
+    "functions below directly (keyword arguments only); each returns the operation's result as a Python value "
+    "and raises SDKError with the reason when the call fails. Do several calls in one program where you can. "
+    "print() what you need: the printed output and the value of the last expression come back to you."
+)
+
+
+@register
+class CodeSurface(Surface):
+    kind = "code"
+    allowed_params = frozenset({"sdk", "retriever", "top_n", "timeout_s", "max_calls", "memory_mb", "scratch_mb"})
+    error_types: ClassVar[dict[str, str]] = dict(CODE_ERRORS)
+
+    def setup(self) -> None:
+        self.sdk = str(self.params.get("sdk", "full"))
+        if self.sdk not in VARIANTS:
+            raise ValueError(f"surface {self.name!r}: sdk must be one of {', '.join(VARIANTS)}, got {self.sdk!r}")
+        self.top_n = int(self.params.get("top_n", 5))
+        self.max_calls = int(self.params.get("max_calls", 100))
+        retriever = str(self.params.get("retriever", "bm25"))  # make_retriever names the known ones
+        self.retriever = make_retriever(retriever, self.catalog.operations) if self.sdk == "search" else None
+        self.memory_mb = int(self.params.get("memory_mb", 512))
+        self.timeout_s = float(self.params.get("timeout_s", 10.0))
+        self._scratch_mb = self.params.get("scratch_mb")
+        self.names = SdkNames.of(self.catalog.operations)
+        self.meta_functions = {"index": ["describe"], "search": ["search_api"]}.get(self.sdk, [])
+        self.tool = ToolSpec(
+            name=RUN_CODE,
+            description=self._description(),
+            parameters={
+                "type": "object",
+                "properties": {"code": {"type": "string", "description": "The Python program to run."}},
+                "required": ["code"],
+                "additionalProperties": False,
+            },
+        )
+
+    @functools.cached_property
+    def scratch_mb(self) -> int:
+        """Size of the program's writable working directory; 0: read-only, and /tmp is the scratch space.
+
+        A working directory costs a tmpfs held for the program (+30 to +100 ms per program). Default: 0 where
+        a memory cgroup holds /tmp (found on first use, not when the surface is built), else 32.
+        """
+        if self._scratch_mb is not None:
+            return int(self._scratch_mb)
+        return 0 if memory_cap().mechanism != "rlimit" else 32
+
+    @functools.cached_property
+    def limits(self) -> Limits:
+        """What one program may use."""
+        memory = self.memory_mb * MB
+        return Limits(
+            timeout_s=self.timeout_s, output_cap=16 * 1024, max_procs=32, max_memory_bytes=memory, cpu_s=10,
+            disk_quota_bytes=self.scratch_mb * MB, memory_cap_bytes=memory, max_file_bytes=16 * MB,
+        )  # fmt: skip
+
+    def _description(self) -> str:
+        if self.sdk == "full":
+            return f"{PREAMBLE}\n\n{render_module(self.catalog, self.names)}"
+        if self.sdk == "index":
+            lines = "\n".join(index_line(self.names, op) for op in self.catalog.operations)
+            return (
+                f"{PREAMBLE}\n\nThe SDK ({len(self.catalog)} functions, one line each; describe(name) returns a "
+                f"function's full stub with its argument docs):\n{lines}"
+            )
+        cats = ", ".join(self.catalog.categories)
+        return (
+            f"{PREAMBLE}\n\nThe SDK has {len(self.catalog)} functions ({cats}). search_api(query) returns the "
+            f"stubs of the {self.top_n} functions that best match what you want to do; call them in the same "
+            "program."
+        )
+
+    def static_tools(self) -> list[ToolSpec]:
+        return [self.tool]
+
+    def meta_handlers(self) -> Mapping[str, MetaHandler]:
+        return {RUN_CODE: _run_code}
+
+    def help_payload(self, op: Operation) -> str | None:
+        return stub(self.names, op) if self.sdk != "full" else None
+
+    def typed_schema_hint(self, op: Operation) -> str:
+        function = self.names.function[op.name]
+        if self.sdk == "index":
+            return f"See its stub: describe({function!r})."
+        if self.sdk == "search":
+            return f"Its stub is what search_api returned for {function}."
+        return f"See the stub of {function}() in the SDK."
+
+    def notes(self) -> list[str]:
+        where = {"full": "every stub in", "index": "one line per function in", "search": "search_api only in"}
+        return [f"sdk: {self.sdk}; one tool, run_code, {where[self.sdk]} its description"]
+
+    def search(self, query: str) -> list[Operation]:
+        """The operations search_api returns for ``query``, best first."""
+        assert self.retriever is not None
+        hits = [h for h in self.retriever.rank(query)[: self.top_n] if h.score > 0]
+        return self.catalog.subset(h.operation for h in hits)
+
+
+def _run_code(session: Session, call: ToolCall) -> ProgramDispatch:
+    surface = session.surface
+    assert isinstance(surface, CodeSurface)
+    args: Any = coerce_args(call.arguments)
+    problem = own_schema_error(surface.tool, args)
+    if problem is not None:  # no program to run: a plain rejection, as a meta answer carrying the teaching text
+        return ProgramDispatch(
+            "rejected", call.name, args=problem.args, text=problem.text, error_type=problem.error_type,
+            issues=problem.issues,
+        )  # fmt: skip
+    program = Program(surface, args["code"])
+    return ProgramDispatch("meta", call.name, args=args, meta="code", run=program.run)
