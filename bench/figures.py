@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from surfbench.bench.report_data import ReportData, per_op_table
+from surfbench.bench.scale_figure import scale_figures
 
 
 def _plt():  # type: ignore[no-untyped-def]
@@ -122,4 +123,5 @@ def draw_all(data: ReportData, out_dir: Path) -> dict[str, Path]:
     }
     if any(table for table in data.per_op.values()):  # suites with expected calls only
         figures["per-operation heatmap"] = heatmap(data, out_dir / "per_op_heatmap.png")
+    figures.update(scale_figures(data.runs, out_dir))  # a scale sweep's runs: metrics against N (bench.scale_figure)
     return figures

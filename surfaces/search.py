@@ -3,13 +3,15 @@
 This is the tool-search / deferred-loading pattern.
 
 Calling an operation that no search returned yet is a protocol violation (``not_loaded``).
+Parameters: ``retriever`` (``bm25``, ``embedding``, ``hybrid``), ``top_n`` (hits per search),
+``threshold`` (least score of a hit) and ``min_k`` (at least this many hits when fewer clear it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from surfbench.bench.retrieval import make_retriever
+from surfbench.bench.retrieval import make_retriever, select_hits
 from surfbench.bench.surface import (
     BAD_META_CALL,
     Dispatch,
@@ -51,10 +53,14 @@ class SearchSession(LazySession):
 class SearchSurface(Surface):
     kind = "search"
     session_class = SearchSession
-    allowed_params = frozenset({"retriever", "top_n"})
+    allowed_params = frozenset({"retriever", "top_n", "threshold", "min_k"})
 
     def setup(self) -> None:
         self.top_n = int(self.params.get("top_n", 5))
+        self.threshold = float(self.params.get("threshold", 0.0))
+        self.min_k = int(self.params.get("min_k", 0))
+        if self.top_n < 1 or not 0.0 <= self.threshold <= 1.0 or not 0 <= self.min_k <= self.top_n:
+            raise ValueError("surface 'search': top_n must be >= 1, threshold within [0, 1], min_k within [0, top_n]")
         self.retriever_kind = str(self.params.get("retriever", "bm25"))
         self.retriever = make_retriever(self.retriever_kind, self.catalog.operations)
         cats = ", ".join(self.catalog.categories)
@@ -87,7 +93,7 @@ def _search(session: Session, call: ToolCall) -> Dispatch:
     if not isinstance(query, str) or not query.strip():
         text = f'{SEARCH} needs {{"query": "what you want to do"}}; got {short(raw)}.'
         return Dispatch("meta", call.name, text=text, meta="search", error_type=BAD_META_CALL)
-    hits = [h for h in surface.retriever.rank(query)[: surface.top_n] if h.score > 0]
+    hits = select_hits(surface.retriever.top(query, surface.top_n), surface.top_n, surface.threshold, surface.min_k)
     names = [h.operation for h in hits]
     session.pending += [n for n in names if n not in session.loaded and n not in session.pending]
     if not hits:

@@ -1,0 +1,236 @@
+"""The distractor pool: real operations from public API descriptions, built once and cached.
+
+Sources, in this order (a name already taken is skipped):
+
+- ``gitea``: Gitea 1.15's REST API (Swagger 2.0, MIT; shipped in ``bench/pool_data``), ~270 operations;
+- ``bfcl``: every distinct function doc of the installed ``bfcl-eval`` package, ~1,900;
+- ``github``: GitHub's REST description (``@octokit/openapi``, 1,223 operations) when its npm tarball
+  is in the cache: ``surfbench pool fetch-github`` runs ``npm pack`` into it; without it the pool says
+  so and uses the rest.
+
+``surfbench pool build`` writes ``<cache>/pool/pool-<hash>.json``, the hash taken over the sources'
+content, so a changed source builds a new pool. Catalog growth (:mod:`surfbench.bench.grow`) reads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from surfbench.bench.catalog import CatalogError, Operation
+from surfbench.bench.importers.common import read_document
+from surfbench.bench.importers.openapi import import_openapi
+from surfbench.bench.importers.tools_json import import_bfcl
+from surfbench.bench.limits import safe_names
+from surfbench.bench.paths import cache_root
+
+POOL_VERSION = 1
+GITHUB_PACKAGE = "@octokit/openapi@23.0.2"
+GITHUB_TARBALL = "octokit-openapi-23.0.2.tgz"
+GITHUB_MEMBER = "package/generated/api.github.com.json"
+GITEA_FILE = Path(__file__).resolve().parent / "pool_data" / "gitea-1.15-swagger.json"
+
+
+class PoolError(RuntimeError):
+    """The pool cannot be built or read (one line naming the source and what to do)."""
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Real operations to draw distractors from, with where each source stands."""
+
+    operations: tuple[Operation, ...]
+    """Every operation, names valid tool names and unique, in source order."""
+    sources: dict[str, int]
+    """Operations taken from each source."""
+    missing: dict[str, str] = field(default_factory=dict)
+    """Sources not used, with why and how to add them."""
+    content_hash: str = ""
+    """Hash of the sources' content and the pool's version (the cache file's name)."""
+    path: Path | None = None
+    """The cache file, when read from or written to one."""
+
+
+def pool_dir() -> Path:
+    """Where the pool and the fetched GitHub tarball live: ``<cache>/pool``."""
+    return cache_root() / "pool"
+
+
+def github_tarball() -> Path:
+    """Where ``surfbench pool fetch-github`` puts the ``@octokit/openapi`` tarball."""
+    return pool_dir() / GITHUB_TARBALL
+
+
+def fetch_github() -> Path:
+    """Fetch GitHub's REST description with ``npm pack`` into the pool folder (the npm registry only)."""
+    dest = pool_dir()
+    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        subprocess.run(
+            ["npm", "pack", GITHUB_PACKAGE, "--pack-destination", str(dest)],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    except FileNotFoundError:
+        raise PoolError("npm is not installed: install Node.js, or build the pool without GitHub") from None
+    except subprocess.CalledProcessError as exc:
+        last = (exc.stderr or "").strip().splitlines()[-1:] or ["no output"]
+        raise PoolError(f"npm pack {GITHUB_PACKAGE} failed: {last[0]}") from None
+    except subprocess.TimeoutExpired:
+        raise PoolError(f"npm pack {GITHUB_PACKAGE} took more than 10 minutes; try again") from None
+    path = github_tarball()
+    if not path.is_file():
+        raise PoolError(f"npm pack {GITHUB_PACKAGE} wrote no {path.name} into {dest}")
+    return path
+
+
+def _bfcl_files() -> list[Path]:
+    try:
+        import bfcl_eval
+    except ImportError:
+        return []
+    data = Path(bfcl_eval.__file__).resolve().parent / "data"
+    return sorted(data.glob("BFCL_v4_*.json")) + sorted((data / "multi_turn_func_doc").glob("*.json"))
+
+
+def _digest(paths: list[Path]) -> str:
+    h = hashlib.sha256(f"surfbench-pool-{POOL_VERSION}".encode())
+    for path in paths:
+        h.update(path.name.encode())
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()[:16]
+
+
+def _source_files(github: Path | None) -> tuple[list[Path], dict[str, str]]:
+    files = [GITEA_FILE, *_bfcl_files()]
+    missing: dict[str, str] = {}
+    if not _bfcl_files():
+        missing["bfcl"] = "bfcl-eval is not installed (pip install bfcl-eval)"
+    if github is not None and github.is_file():
+        files.append(github)
+    else:
+        missing["github"] = f"no {GITHUB_TARBALL} in {pool_dir()}: run `surfbench pool fetch-github` (npm pack)"
+    return files, missing
+
+
+def _bfcl_docs(paths: list[Path]) -> Iterator[dict[str, Any]]:
+    seen: set[str] = set()
+    for path in paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue  # not a JSON-lines row (a pretty-printed file): holds no function doc we use
+            docs = row.get("function", [row]) if isinstance(row, dict) else []
+            for doc in docs if isinstance(docs, list) else []:
+                name = doc.get("name") if isinstance(doc, dict) else None
+                if isinstance(name, str) and name not in seen:
+                    seen.add(name)
+                    yield doc
+
+
+def _github_ops(tarball: Path) -> list[Operation]:
+    with tarfile.open(tarball) as tar:
+        member = tar.extractfile(GITHUB_MEMBER)
+        if member is None:
+            raise PoolError(f"{tarball}: no {GITHUB_MEMBER} in it; delete it and run `surfbench pool fetch-github`")
+        doc = json.loads(member.read())
+    return import_openapi(doc, f"{tarball}:{GITHUB_MEMBER}")
+
+
+def _tagged(ops: list[Operation], source: str) -> list[Operation]:
+    """Each operation's category prefixed with its source, so that lazy loading can tell them apart."""
+    from dataclasses import replace
+
+    return [replace(op, category=f"{source}:{op.category}") for op in ops]
+
+
+def build_pool(github: Path | None = None, progress: bool = True) -> Pool:
+    """Import every available source into one pool of unique, valid names (not cached; see :func:`load_pool`)."""
+    github = github or github_tarball()
+    files, missing = _source_files(github)
+
+    def say(text: str) -> None:
+        if progress:
+            print(f"pool: {text}", file=sys.stderr, flush=True)
+
+    chunks: list[tuple[str, list[Operation]]] = []
+    say(f"importing Gitea 1.15 ({GITEA_FILE.name})...")
+    chunks.append(("gitea", import_openapi(read_document(GITEA_FILE), str(GITEA_FILE))))
+    bfcl = _bfcl_files()
+    if bfcl:
+        say(f"importing BFCL function docs ({len(bfcl)} files)...")
+        ops: list[Operation] = []
+        for doc in _bfcl_docs(bfcl):
+            try:
+                ops += import_bfcl([doc], "bfcl-eval")
+            except CatalogError:
+                continue  # a doc BFCL itself reads loosely (a malformed schema): not a usable distractor
+        chunks.append(("bfcl", ops))
+    if "github" not in missing:
+        say(f"importing GitHub's REST description ({github.name})...")
+        chunks.append(("github", _github_ops(github)))
+    operations: list[Operation] = []
+    taken: set[str] = set()
+    sources: dict[str, int] = {}
+    for source, ops in chunks:
+        renamed = safe_names(op.name for op in ops)  # BFCL's names may hold characters providers reject
+        kept = []
+        for op in _tagged(ops, source):
+            name = renamed.get(op.name, op.name)
+            if name.lower() in taken:
+                continue
+            taken.add(name.lower())
+            kept.append(op if name == op.name else _renamed(op, name))
+        sources[source] = len(kept)
+        operations += kept
+    say(f"{len(operations):,} operations: " + ", ".join(f"{k} {v:,}" for k, v in sources.items()))
+    for source, why in missing.items():
+        say(f"without {source}: {why}")
+    return Pool(tuple(operations), sources, missing, _digest(files))
+
+
+def _renamed(op: Operation, name: str) -> Operation:
+    from dataclasses import replace
+
+    return replace(op, name=name)
+
+
+def load_pool(build: bool = True, progress: bool = True) -> Pool:
+    """The cached pool for today's sources; built and cached first when there is none (``build``)."""
+    files, missing = _source_files(github_tarball())
+    digest = _digest(files)
+    path = pool_dir() / f"pool-{digest}.json"
+    if path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            ops = tuple(Operation(**record) for record in data["operations"])
+            return Pool(ops, dict(data["sources"]), dict(data["missing"]), digest, path)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a damaged cache file is rebuilt and replaced
+    if not build:
+        raise PoolError(f"no pool in {pool_dir()}: run `surfbench pool build`")
+    pool = build_pool(progress=progress)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    record = {
+        "surfbench_pool": POOL_VERSION,
+        "sources": pool.sources,
+        "missing": missing,
+        "operations": [op.to_record() for op in pool.operations],
+    }
+    tmp.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+    return Pool(pool.operations, pool.sources, missing, digest, path)

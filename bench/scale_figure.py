@@ -1,0 +1,129 @@
+"""The scale figure: metrics against catalog size N (log x), one line per surface, 95% intervals.
+
+Drawn when the report's runs hold cells of more than one catalog size (``surfbench run -m +sweep=scale``).
+A cell whose episodes were all predicted not to fit the model's context is drawn as an ``x`` on the
+x axis and named in the legend ("does not fit"), not as a measurement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from surfbench.bench.fit import DOES_NOT_FIT_PREFIX
+from surfbench.bench.metrics import wilson
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    """One (surface, model, N) cell of a scale sweep."""
+
+    surface: str
+    """Surface label."""
+    model: str
+    """Model label."""
+    operations: int
+    """Operations in the cell's catalog (N)."""
+    episodes: int
+    """Episodes of the cell."""
+    does_not_fit: bool
+    """Every episode was predicted not to fit the model's context (none was sent)."""
+    first_try: tuple[float, float, float] | None
+    """First-try argument accuracy and its 95% Wilson interval (None: no expected call)."""
+    selection: tuple[float, float, float]
+    """Tool selection accuracy and its 95% Wilson interval."""
+    prompt_tokens_per_step: float | None
+    """Mean prompt tokens per model call (None: no call was made)."""
+    latency_s: float | None
+    """Mean model latency per episode, seconds."""
+
+
+def _rate(k: int, n: int) -> tuple[float, float, float]:
+    low, high = wilson(k, n)
+    return (k / n if n else 0.0, low, high)
+
+
+def scale_points(frame: Any, sizes: dict[str, int]) -> list[ScalePoint]:
+    """Points of every (surface, model, N) in ``frame`` (episode rows), N from ``sizes`` (cell_id -> N)."""
+    if not len(frame):
+        return []
+    from surfbench.bench.grow import base_label
+
+    frame = frame.assign(catalog_size=frame["cell_id"].map(sizes), surface=frame["surface"].map(base_label))
+    points = []
+    for (surface, model, size), group in frame.groupby(["surface", "model", "catalog_size"], sort=True):
+        errors = group["error"].fillna("").astype(str)
+        unfit = bool(len(group)) and bool(errors.str.startswith(DOES_NOT_FIT_PREFIX).all())
+        ran = group[~errors.str.startswith(DOES_NOT_FIT_PREFIX)]
+        calls = int(group["expected_calls"].fillna(0).sum())
+        first = int(group["first_try_correct"].fillna(0).sum())
+        tokens = ran["prompt_tokens_per_step"].dropna()
+        points.append(
+            ScalePoint(
+                str(surface), str(model), int(size), len(group), unfit,
+                _rate(first, calls) if calls else None,
+                _rate(int(group["selection_correct"].fillna(False).astype(bool).sum()), len(group)),
+                float(tokens.mean()) if len(tokens) else None,
+                float(ran["latency_s"].mean()) if len(ran) else None,
+            )
+        )  # fmt: skip
+    return points
+
+
+def draw_scale(points: Sequence[ScalePoint], path: Path) -> Path:
+    """Four panels against N: first-try accuracy, selection, prompt tokens per step, latency."""
+    from surfbench.bench.figures import _plt
+
+    plt = _plt()
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+    panels = [
+        ("first_try", "first-try argument accuracy (%)"),
+        ("selection", "tool selection (%)"),
+        ("prompt_tokens_per_step", "prompt tokens / step"),
+        ("latency_s", "model latency / episode (s)"),
+    ]
+    lines = sorted({(p.surface, p.model) for p in points})
+    for ax, (attr, title) in zip(axes.flat, panels, strict=True):
+        for i, line in enumerate(lines):
+            mine = sorted((p for p in points if (p.surface, p.model) == line), key=lambda p: p.operations)
+            label = f"{line[0]} / {line[1]}" if len({m for _, m in lines}) > 1 else line[0]
+            xs, ys, lo, hi = [], [], [], []
+            for p in mine:
+                value = getattr(p, attr)
+                if p.does_not_fit or value is None:
+                    continue
+                v = value[0] if isinstance(value, tuple) else value
+                scale = 100.0 if isinstance(value, tuple) else 1.0
+                xs.append(p.operations)
+                ys.append(v * scale)
+                lo.append((v - value[1]) * scale if isinstance(value, tuple) else 0.0)
+                hi.append((value[2] - v) * scale if isinstance(value, tuple) else 0.0)
+            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", color=f"C{i}", label=label, capsize=3)
+            unfit = [p.operations for p in mine if p.does_not_fit]
+            if unfit:
+                ax.plot(unfit, [0] * len(unfit), "x", color=f"C{i}", markersize=9,
+                        label=f"{label}: does not fit" if attr == "first_try" else None)  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_xlabel("operations in the catalog (N)")
+        ax.set_title(title, fontsize=9)
+    axes.flat[0].legend(fontsize=6)
+    fig.suptitle("Catalog size: accuracy and cost against N")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def scale_figures(runs: Sequence[str | Path], out_dir: Path) -> dict[str, Path]:
+    """``{"metrics against catalog size": png}`` when the runs hold more than one catalog size, else ``{}``."""
+    from surfbench.bench.funnel import catalog_sizes
+    from surfbench.bench.provenance import load_current
+
+    # the report itself refused duplicated episodes unless --keep-newest was given: the newest row counts
+    view = load_current(runs, keep_newest=True)
+    points = scale_points(view.frame, catalog_sizes(view.infos))
+    if len({p.operations for p in points}) < 2:
+        return {}
+    return {"metrics against catalog size": draw_scale(points, out_dir / "scale.png")}
