@@ -68,6 +68,8 @@ def model_identity(cfg: Any, mode: str) -> dict[str, Any]:
     """The model settings that shape an episode, with the embedded weights named by their sha256."""
     out: dict[str, Any] = {name: getattr(cfg, name, None) for name in MODEL_IDENTITY_FIELDS}
     out["mode"] = mode
+    if getattr(cfg, "cache_control", None):  # a prompt-cache breakpoint changes the request; absent, old ids hold
+        out["cache_control"] = cfg.cache_control
     if cfg.provider == "local" and cfg.embedded:
         from surfbench.bench.models.local import embedded
 

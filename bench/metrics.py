@@ -16,7 +16,7 @@ from typing import Any, Literal
 from surfbench.bench.scorer import is_context_overflow
 from surfbench.bench.tables import CellSummary
 
-MetricKind = Literal["pct", "num", "count"]
+MetricKind = Literal["pct", "num", "count", "usd"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,8 @@ class Metric:
         """``value`` as reports print this metric ("-" when missing)."""
         if self.kind == "count":
             return "-" if _missing(value) else str(value)
+        if self.kind == "usd":  # cents and fractions of them: four decimals
+            return "-" if _missing(value) else f"${float(value):,.4f}"
         return fmt(value, "pct" if self.kind == "pct" else "")
 
     def _direction(self) -> bool:
@@ -75,6 +77,9 @@ METRICS: dict[str, Metric] = {
         Metric(
             "stuck_rate", "stuck", False, "share of episodes that sent the same failing output 3 times in a row", "pct"
         ),
+        Metric("cached_share", "cached", True, "cached prompt tokens / prompt tokens, where reported", "pct"),
+        Metric("cost_per_episode", "$/episode", False, "model cost per episode (LiteLLM's local price map)", "usd"),
+        Metric("cost_per_solved", "$/solved", False, "model cost of the cell over its solved episodes", "usd"),
         Metric(
             "help_bytes", "help B", False, "largest help payload of the surface, UTF-8 bytes", "count", per_cell=False
         ),
@@ -133,6 +138,40 @@ def summarize_cell(rows: list[Mapping[str, Any]]) -> CellSummary:
         stuck_rate=_mean(None if _missing(r.get("stuck")) else float(bool(r["stuck"])) for r in rows),
         harness_errors=sum(1 for r in rows if r.get("error") and not is_context_overflow(r.get("error"))),
         context_overflows=sum(1 for r in rows if is_context_overflow(r.get("error"))),
+    )
+
+
+@dataclass(frozen=True)
+class CostSummary:
+    """A cell's prompt-cache share and model cost (the ``cached_share`` / ``cost_*`` metrics)."""
+
+    cached_share: float | None
+    """Cached prompt tokens over prompt tokens, over the episodes whose provider reports cached tokens."""
+    cost_per_episode: float | None
+    """Mean model cost (USD) per episode."""
+    cost_per_solved: float | None
+    """Total model cost over the solved episodes; None when none was solved."""
+    cost_total: float
+    """Model cost of the cell (USD)."""
+
+    def metric(self, name: str) -> float | None:
+        """The value of metric ``name`` (one of this summary's fields)."""
+        value: float | None = getattr(self, name)
+        return value
+
+
+def summarize_cost(rows: list[Mapping[str, Any]]) -> CostSummary:
+    """Cached share and cost per episode / per solved episode, from episode rows."""
+    reported = [r for r in rows if not _missing(r.get("cached_prompt_tokens_total"))]
+    prompt = sum(int(r["prompt_tokens_total"] or 0) for r in reported if not _missing(r.get("prompt_tokens_total")))
+    cached = sum(int(r["cached_prompt_tokens_total"]) for r in reported)
+    total = sum(float(r.get("cost_usd") or 0.0) for r in rows)
+    solved = sum(1 for r in rows if r.get("success") and not _missing(r.get("success")))
+    return CostSummary(
+        cached_share=cached / prompt if prompt else None,
+        cost_per_episode=total / len(rows) if rows else None,
+        cost_per_solved=total / solved if solved else None,
+        cost_total=total,
     )
 
 

@@ -41,6 +41,8 @@ class RunSettings:
     no_cache: bool
     progress: str
     run: str | None
+    concurrency: int | None = None
+    """Episodes of a cell in flight at once; None: the model config's ``concurrency``."""
 
 
 def shown(value: Any) -> str:
@@ -164,4 +166,5 @@ def run_settings(cfg: Any) -> RunSettings:
         no_cache=_flag(cfg, "no_cache"),
         progress=str(progress),
         run=str(run) if run not in (None, "") else None,  # blank: derived from the cell, as before
+        concurrency=_whole(cfg, "concurrency", None, 1, True, "the model config's"),
     )

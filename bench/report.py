@@ -15,8 +15,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from surfbench.bench.figures import draw_all
+from surfbench.bench.funnel import funnel_section
+from surfbench.bench.report_choices import ACCESS_HEAD, access_table, picks_table
 from surfbench.bench.report_data import (
     CELL_HEAD,
+    KIND_ORDER,
     PAIRED_HEAD,
     PASS_K_HEAD,
     ReportData,
@@ -67,9 +70,32 @@ def markdown(data: ReportData, figures: dict[str, str]) -> str:
             "`steps_for_pipe`, `inline_reimplementation`) appear here with the scorer's own types.\n\n"
             + _md(err_head, err_rows)
         )
+    parts += choice_sections(data)
+    parts += funnel_section(data.runs)  # preselect, search, lazy: where tasks are lost (bench.funnel)
     if figures:
         parts.append("## Figures\n\n" + "\n\n".join(f"![{name}]({path})" for name, path in figures.items()))
     return "\n\n".join(parts) + "\n"
+
+
+def _column_order(col: tuple[str, str]) -> tuple[str, int, str]:
+    return col[1], KIND_ORDER.get(col[0], 9), col[0]
+
+
+def choice_sections(data: ReportData) -> list[str]:
+    """The alternatives-picked table (when a suite has ``one_of`` calls) and the read/write split (when asked)."""
+    parts = []
+    if data.picks:
+        parts.append(
+            "## Alternatives picked (`one_of`)\n\nPer expected call with alternatives: the episodes whose first "
+            "attempt called each alternative (`none`: no alternative was called).\n\n"
+            + _md(*picks_table(data.picks, _column_order))
+        )
+    if data.access:
+        parts.append(
+            "## First-try argument accuracy: read vs write operations\n\nRead: operations the catalog marks "
+            "read-only (MCP `readOnlyHint`); write: every other.\n\n" + _md(ACCESS_HEAD, access_table(data.access))
+        )
+    return parts
 
 
 def _html_table(head: list[str], rows: list[list[str]]) -> str:
@@ -109,20 +135,35 @@ def html_page(data: ReportData, images: dict[str, str]) -> str:
 <h2>Repeats: pass@k and pass^k</h2>{_html_table(PASS_K_HEAD, pass_k_table(data))}
 <h2>First-try argument accuracy per operation (hottest first)</h2>{_html_table(head, rows)}
 <h2>Error types: share of episodes with each</h2>{_html_table(*error_table(data))}
+{_html_choices(data)}
 <h2>Figures</h2>{figs}
 </body></html>
 """
 
 
+def _html_choices(data: ReportData) -> str:
+    out = ""
+    if data.picks:
+        out += f"<h2>Alternatives picked (one_of)</h2>{_html_table(*picks_table(data.picks, _column_order))}"
+    if data.access:
+        out += f"<h2>First-try accuracy: read vs write</h2>{_html_table(ACCESS_HEAD, access_table(data.access))}"
+    return out
+
+
 def write_report(
-    runs: Sequence[str | Path], out_dir: Path, baseline: str | None = None, keep_newest: bool = False
+    runs: Sequence[str | Path],
+    out_dir: Path,
+    baseline: str | None = None,
+    keep_newest: bool = False,
+    by_access: bool = False,
 ) -> tuple[Path, Path]:
     """Write report.md, report.html and the figures; return the two report paths.
 
     ``baseline``: the surface to pair against; None: ``full`` when the runs have it (see
-    :func:`surfbench.bench.report_data.resolve_baseline`). The runs are read and checked before anything is written.
+    :func:`surfbench.bench.report_data.resolve_baseline`). ``by_access``: add first-try accuracy split by read
+    and write operations. The runs are read and checked before anything is written.
     """
-    data = collect(runs, baseline, keep_newest=keep_newest)
+    data = collect(runs, baseline, keep_newest=keep_newest, by_access=by_access)
     out_dir.mkdir(parents=True, exist_ok=True)
     pngs = draw_all(data, out_dir)
     import base64

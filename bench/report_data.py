@@ -16,9 +16,11 @@ from typing import Any
 from surfbench.bench.compare import Paired, paired_comparisons
 from surfbench.bench.config import ConfigError
 from surfbench.bench.evidence import config_labels, surface_label
-from surfbench.bench.metrics import METRICS, fmt, per_operation, show, summarize_cell
+from surfbench.bench.metrics import METRICS, CostSummary, fmt, per_operation, show, summarize_cell, summarize_cost
 from surfbench.bench.power import PassK, pass_k
 from surfbench.bench.provenance import load_current
+from surfbench.bench.report_choices import AlternativePicks, access_split, alternative_picks
+from surfbench.bench.suite_model import Suite
 from surfbench.bench.tables import CellSummary
 
 CELL_KEYS = ["suite", "surface", "surface_kind", "model", "params_b", "mode"]
@@ -37,6 +39,8 @@ class CellRow:
     """Mean tools shown on the first step."""
     pass_k: PassK | None = None
     """pass@k and pass^k over the cell's tasks when each ran k > 1 times (else None)."""
+    cost: CostSummary | None = None
+    """Cached share of prompt tokens, cost per episode and per solved episode."""
 
 
 @dataclass
@@ -56,6 +60,10 @@ class ReportData:
     notes: list[str] = field(default_factory=list)
     errors: dict[tuple[str, str], tuple[int, dict[str, int]]] = field(default_factory=dict)
     """(surface, model) -> (episodes, error type -> episodes with it at least once)."""
+    picks: list[AlternativePicks] = field(default_factory=list)
+    """Which alternative of each ``one_of`` expected call models picked (empty: no suite has one)."""
+    access: dict[tuple[str, str], dict[str, tuple[int, int]]] = field(default_factory=dict)
+    """(surface, model) -> ``read``/``write`` -> first tries (correct, attempts); empty unless asked for."""
 
 
 def _num(value: Any) -> float:
@@ -81,6 +89,7 @@ def cell_rows(frame: Any) -> list[CellRow]:
                 tool_block_bytes=float(block.mean()) if len(block) else None,
                 tools_shown=float(shown.mean()) if len(shown) else None,
                 pass_k=pass_k(group.to_dict("records")),
+                cost=summarize_cost(group.to_dict("records")),
             )
         )
     rows.sort(
@@ -124,21 +133,30 @@ def resolve_baseline(surfaces: set[str], baseline: str | None) -> tuple[str, lis
 
 
 def collect(
-    runs: Sequence[str | Path], baseline: str | None = None, hot_k: int = 15, keep_newest: bool = False
+    runs: Sequence[str | Path],
+    baseline: str | None = None,
+    hot_k: int = 15,
+    keep_newest: bool = False,
+    by_access: bool = False,
 ) -> ReportData:
-    """The report's content over ``runs``; ``baseline`` None: ``full`` when the runs have it."""
+    """The report's content over ``runs``; ``baseline`` None: ``full`` when the runs have it.
+
+    ``by_access``: also split first-try accuracy by read and write operations (bench.report_choices).
+    """
     view = load_current(runs, keep_newest=keep_newest)
     frame = view.frame
     baseline, baseline_notes = resolve_baseline({str(s) for s in frame["surface"]}, baseline)
     cells = cell_rows(frame)
     op_order: list[str] = []
     hot: set[str] = set()
+    suites: dict[str, Suite] = {}
     scripted = any(c.get("provider") == "scripted" for info in view.infos.values() for c in info["cells"])
     if len(frame):
         from surfbench.bench.suite import load_suite
 
         for suite_name in sorted(set(frame["suite"])):
-            ranked = [op.name for op in load_suite(suite_name).catalog.by_weight()]
+            suites[suite_name] = load_suite(suite_name)
+            ranked = [op.name for op in suites[suite_name].catalog.by_weight()]
             op_order += ranked
             hot |= set(ranked[:hot_k])
     per_op = {}
@@ -151,6 +169,8 @@ def collect(
             errors[(str(surface), str(model))] = error_counts(group["error_types"])
     return ReportData(
         errors=errors,
+        picks=alternative_picks(frame, suites),
+        access=access_split(frame, suites) if by_access else {},
         runs=[str(r) for r in runs],
         cells=cells,
         paired=paired_comparisons(frame, baseline) if len(frame) else [],
@@ -194,6 +214,11 @@ def _metric(name: str) -> CellColumn:
     return CellColumn(METRICS[name].label, lambda r, _: show(r.summary, name))
 
 
+def _cost(name: str) -> CellColumn:
+    """A cost metric (bench.metrics.CostSummary) as a column."""
+    return CellColumn(METRICS[name].label, lambda r, _: METRICS[name].format(r.cost.metric(name) if r.cost else None))
+
+
 def _ratio(r: CellRow, base: float | None) -> str:
     return f"{base / r.tool_block_bytes:.1f}" if base and r.tool_block_bytes else "-"
 
@@ -225,6 +250,7 @@ CELL_COLUMNS = [
         lambda r, _: f"{show(r.summary, 'boundary_violations')} / {show(r.summary, 'protocol_violations')}",
     ),
     _metric("parse_failures"), _metric("latency_s"), _metric("stuck_rate"),
+    *(_cost(name) for name in ("cached_share", "cost_per_episode", "cost_per_solved")),
 ]  # fmt: skip
 """The cells table: keys, tool-block size, then registry metrics (bench.metrics.METRICS) by label and format."""
 CELL_HEAD = [c.head for c in CELL_COLUMNS]

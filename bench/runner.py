@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
-from surfbench.bench.checks import suite_checks
 from surfbench.bench.claims import Claims, retake_errored
+from surfbench.bench.concurrency import in_order
 from surfbench.bench.config import ConfigError, SurfaceConfig, read_group_config, surface_config
-from surfbench.bench.episode import LoopSettings, run_episode, transcript_lines
+from surfbench.bench.episode import LoopSettings
+from surfbench.bench.fit import first_request_fit, unfit_episode
+from surfbench.bench.grow import grow_suite, grown_label
 from surfbench.bench.identity import (
     MODEL_IDENTITY_FIELDS,
     CellIdentity,
@@ -20,17 +22,15 @@ from surfbench.bench.identity import (
     task_hash,
 )
 from surfbench.bench.identity import episode_key as make_episode_key
+from surfbench.bench.limits import name_map_for
 from surfbench.bench.models import ModelConfig, ModelPool, model_config
 from surfbench.bench.models.types import ModelClient
-from surfbench.bench.records import EpisodeTrace
+from surfbench.bench.play import Finished, play_episode
 from surfbench.bench.registry import build_surface
 from surfbench.bench.results import RunStore
-from surfbench.bench.rows import episode_rows
-from surfbench.bench.scorer import score_episode
 from surfbench.bench.suite import Suite, Task, load_suite
 from surfbench.bench.surface import Surface
 from surfbench.bench.tables import EpisodeRow
-from surfbench.bench.taxonomy import check_declared
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,13 @@ class CellSpec:
     replaced); by default a re-run skips every committed episode, errors included."""
     stop_on_repeat: int | None = None
     """End an episode at the K-th consecutive identical repeat of a failing step (bench.stuck); None: off."""
+    grow: int | None = None
+    """Grow every catalog of the suite to this many operations with pool distractors (bench.grow); None: off."""
+    grow_seed: int = 0
+    """Seed of the distractor draw."""
+    concurrency: int | None = None
+    """Episodes in flight at once (bench.concurrency); None: the model config's. Not part of the identity:
+    it changes when a reply comes, never what it says."""
 
     def label(self) -> str:
         mode = f"/{self.mode}" if self.mode else ""
@@ -159,6 +166,8 @@ class Cell:
             "surface": self.surface_cfg.name,
             "model": self.model_cfg.name,
             "catalog_hash": self.identity.catalog_hash,
+            "catalog_size": len(self.suite.catalog),  # the scale axis (grown or the suite's own)
+            "name_map": name_map_for(self.suite.catalog_spec),  # original -> valid tool names (bench.limits)
             "surface_label": self.surface_label,
             "model_label": self.model_label,
             "provider": self.model_cfg.provider,
@@ -186,11 +195,13 @@ def resolve_cell(
     """
     if spec.episode_retries < 0:
         raise ConfigError(f"episode_retries={spec.episode_retries}: must be 0 or more")
-    for field_name in ("limit", "repeats", "max_steps", "stop_on_repeat"):
+    for field_name in ("limit", "repeats", "max_steps", "stop_on_repeat", "concurrency"):
         value = getattr(spec, field_name)
         if value is not None and value < 1:
             raise ConfigError(f"{field_name}={value}: must be a positive number (or null for the default)")
     suite = load_suite(spec.suite)
+    if spec.grow:  # the grown catalog's hash enters the cell identity (catalog_hash)
+        suite = grow_suite(suite, spec.grow, spec.grow_seed)
     surface_cfg = surface_config(spec.surface, surface_data)
     try:
         surface = build_surface(suite.catalog, surface_cfg.kind, surface_cfg.params, name=surface_cfg.name)
@@ -234,6 +245,8 @@ def resolve_cell(
                 {f: getattr(model_cfg, f) for f in fields_},
                 {f: getattr(base_model, f) for f in fields_},
             )
+    if spec.grow:  # cells of a scale sweep differ only in their catalog: the label tells them apart
+        surface_label = grown_label(surface_label, spec.grow)
     return Cell(spec, suite, surface_cfg, surface, model_cfg, tasks, mode, surface_label, model_label)
 
 
@@ -265,11 +278,6 @@ def episode_order(cell: Cell) -> list[tuple[Task, int]]:
     else:
         tasks = list(cell.tasks)
     return [(t, r) for t in tasks for r in repeats]
-
-
-def _endpoint_failure(trace: EpisodeTrace) -> bool:
-    """The episode ended because the model endpoint failed (not because of anything the model did)."""
-    return bool(trace.error) and str(trace.error).startswith(("ModelError", "ServerError"))
 
 
 def run_cell(
@@ -305,58 +313,52 @@ def run_cell(
         if not todo:
             return []
         model: ModelClient = client or pool.client(cell.model_cfg)
+        concurrency = cell.spec.concurrency or cell.model_cfg.concurrency
+        gate = getattr(model, "gate", None)
+        if gate is not None:  # the endpoint admits as many calls as episodes run (halved on 429 bursts)
+            gate.widen(concurrency)
         rows: list[EpisodeRow] = []
 
-        def run_one(key: str) -> None:
-            nonlocal finished
+        def play(key: str) -> Finished:
+            """Run and score one episode (on a worker thread when concurrency > 1)."""
             task, repeat = todo[key]
-            catalog = cell.suite.catalog_for(task)
+            fit = first_request_fit(cell, task)  # predicted from static counts: never sent when it cannot fit
+            if not fit.fits:
+                return unfit_episode(cell, task, repeat, run_name, fit)
+            return play_episode(cell, key, task, repeat, model, run_name)
 
-            def schema_of(name: str, catalog: Any = catalog) -> dict[str, Any] | None:
-                op = catalog.get(name)
-                return op.parameters if op else None
-
-            settings = cell.settings if repeat == 0 else replace(cell.settings, seed=(cell.settings.seed or 0) + repeat)
-            attempts = 0
-            while True:
-                attempts += 1
-                backend = cell.suite.new_backend(task, cell.backend_options)
-                session = cell.surface_for(task).session(task.turns[0])
-                try:
-                    trace = run_episode(task, session, backend, model, settings, cell.suite.system_prompt, schema_of)
-                finally:  # a sandboxed backend holds processes and memory until closed
-                    getattr(backend, "close", lambda: None)()
-                if not _endpoint_failure(trace) or attempts > cell.spec.episode_retries:
-                    break
-                print(
-                    f"surfbench: {key}: {trace.error}; running the episode again "
-                    f"({attempts}/{cell.spec.episode_retries})",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            score = score_episode(task, trace, catalog, cell.suite.classifier, suite_checks(cell.suite))
-            check_declared(score.error_types, cell.declared_error_types, f"{cell.label()}, task {task.id!r}")
-            episode, steps, calls = episode_rows(cell, task, repeat, trace, score, run_name, attempts)
-            store.write_episode(key, episode, steps, calls, transcript_lines(trace), took_s=trace.wall_s)
-            rows.append(episode)
+        def commit(key: str, done: Finished) -> None:
+            """Write a finished episode (on the calling thread, in the cell's episode order)."""
+            nonlocal finished
+            # with N in flight an episode holds 1/N of the run's time: episodes finishing together are
+            # group-committed (one part per interval, not N), and a SIGKILL loses at most one interval's
+            took = done.wall_s / concurrency
+            store.write_episode(key, done.episode, done.steps, done.calls, done.transcript, took_s=took)
+            rows.append(done.episode)
             finished += 1
             if progress:
-                progress(cell, finished, total, episode.as_dict())
+                progress(cell, finished, total, done.episode.as_dict())
 
-        try:
-            busy = []
+        def claimed(busy: list[str]) -> Iterator[str]:
+            """The keys this process claims, in order; busy ones noted, ones committed elsewhere counted."""
+            nonlocal finished
             for key in todo:
                 taken = claims.take(key)
                 if taken == "mine":
-                    run_one(key)
+                    yield key
                 elif taken == "busy":
                     busy.append(key)
                 else:  # committed by another process since done_keys()
                     finished += 1
+
+        try:
+            busy: list[str] = []
+            for key, result in in_order(claimed(busy), play, concurrency):
+                commit(key, result)
             if busy:
                 store.flush()  # quick episodes held for a group commit: others may be waiting for them
                 for key in claims.wait(busy, cell.label()):  # what is left when their owners are gone
-                    run_one(key)
+                    commit(key, play(key))
                     store.flush()
         finally:  # held episodes are finished ones: commit them, also on errors and signals
             store.flush()

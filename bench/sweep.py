@@ -63,6 +63,7 @@ def _options(node: Any) -> dict[str, Any]:
 
 def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> CellSummary:
     """Run the cell a Hydra job describes; return its summary (what ``surfbench run`` prints)."""
+    from surfbench.bench.grow import grow_fields
     from surfbench.bench.metrics import format_summary, summarize_cell
     from surfbench.bench.overrides import run_settings
     from surfbench.bench.progress import make_progress
@@ -87,6 +88,8 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> CellSummary:
         retry_errors=settings.retry_errors,
         stop_on_repeat=settings.stop_on_repeat,
         backend_options=_options(cfg.get("backend_options")),
+        **grow_fields(cfg.get("catalog")),
+        concurrency=settings.concurrency,
     )
 
     from omegaconf import OmegaConf

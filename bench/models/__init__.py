@@ -32,7 +32,7 @@ __all__ = [
 MODEL_KEYS = {
     "name", "provider", "embedded", "model", "api_base", "api_key_env", "params_b", "n_ctx", "threads",
     "chat_format", "mode", "prompt_format", "tokenizer", "temperature", "max_tokens", "seed", "description",
-    "script_suite", "script_delay_s",
+    "script_suite", "script_delay_s", "concurrency", "rpm", "tpm", "cache_control", "limits",
 }  # fmt: skip
 
 
@@ -66,6 +66,16 @@ class ModelConfig:
     script_suite: str | None = None
     """For ``provider: scripted`` (tests only): the suite whose reference calls it replays."""
     script_delay_s: float = 0.0
+    concurrency: int = 1
+    """Episodes of a cell in flight at once against this endpoint unless the run sets ``concurrency=N``."""
+    rpm: int | None = None
+    """Requests per minute this endpoint allows (calls wait for room); None: no budget."""
+    tpm: int | None = None
+    """Tokens per minute (prompt estimate + max_tokens) this endpoint allows; None: no budget."""
+    cache_control: str | None = None
+    """``tools``: an Anthropic prompt-cache breakpoint after the tool block (native mode); None: none."""
+    limits: dict[str, Any] = field(default_factory=dict)
+    """The provider's limits: ``max_tools``, ``name_pattern``, ``context_window`` (bench.limits)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -92,6 +102,17 @@ def model_config(name: str, data: dict[str, Any] | None = None) -> ModelConfig:
         raise ConfigError(f"{where}: provider 'litellm' needs 'model' (a LiteLLM model string)")
     if cfg.mode not in ("native", "prompted"):
         raise ConfigError(f"{where}: mode must be 'native' or 'prompted', got {cfg.mode!r}")
+    for key in ("concurrency", "rpm", "tpm"):
+        value = getattr(cfg, key)
+        if (value is not None or key == "concurrency") and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 1
+        ):
+            raise ConfigError(
+                f"{where}: {key}={value!r}: must be a whole number, 1 or more"
+                + ("" if key == "concurrency" else ", or null (no budget)")
+            )
+    if cfg.cache_control not in (None, "tools"):
+        raise ConfigError(f"{where}: cache_control={cfg.cache_control!r}: must be 'tools' or null")
     return cfg
 
 
@@ -155,7 +176,12 @@ class ModelPool:
             if key is None and cfg.api_base:  # a server of your own (vLLM, llama.cpp) needs no key; openai's
                 key = "sk-no-key"  # client insists on one. A server that does want one answers 401: clear error.
             assert cfg.model is not None
-            client = LiteLLMClient(cfg.model, api_base=cfg.api_base, api_key=key, cache=self.cache)
+            from surfbench.bench.concurrency import EndpointGate
+
+            client = LiteLLMClient(
+                cfg.model, api_base=cfg.api_base, api_key=key, cache=self.cache,
+                gate=EndpointGate(1, cfg.rpm, cfg.tpm), cache_control=cfg.cache_control,
+            )  # fmt: skip
         self.clients[cfg.name] = client
         return client
 

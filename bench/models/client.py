@@ -5,19 +5,29 @@ by their LiteLLM model string and their usual environment keys. Request bytes ar
 HTTP request itself (an httpx hook) where LiteLLM sends through httpx's OpenAI client, and estimated
 from the body LiteLLM built otherwise. Transient errors are retried with backoff; a missing key or an
 unreachable endpoint is one clear :class:`ModelError`.
+
+Rate limits (HTTP 429, a provider's rate-limit or overloaded error) are not failures: the call waits
+(``Retry-After`` / ``retry-after-ms`` when the endpoint sends one, else exponential backoff with jitter)
+and is sent again, up to ``rate_limit_retries`` times, outside the transient-error budget. Every call
+passes the client's :class:`~surfbench.bench.concurrency.EndpointGate` (adaptive in-flight limit, rpm /
+tpm budgets). Usage and cost per call: :mod:`surfbench.bench.models.cost`.
 """
 
 from __future__ import annotations
 
+import email.utils
 import logging
 import os
+import random
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
+from surfbench.bench.concurrency import EndpointGate
 from surfbench.bench.models.cache import ResponseCache, request_hash
+from surfbench.bench.models.cost import call_cost, call_usage, prices
 from surfbench.bench.models.parsing import turn_from_output
 from surfbench.bench.models.prompting import prompted_messages
 from surfbench.bench.models.types import ModelRequest, ModelTurn, ParsedCall, ParseFailure, Usage
@@ -38,6 +48,10 @@ class EndpointRefused(ModelError):
     Credentials refused or missing, or nothing has ever answered there: the cell stops with this one
     error instead of recording every episode as a failure.
     """
+
+
+class RateLimited(ModelError):
+    """The endpoint kept answering 429 (or its provider's rate-limit error) for every retry."""
 
 
 class ContextOverflow(ModelError):
@@ -84,6 +98,36 @@ def _transient(exc: Exception) -> bool:
     return isinstance(exc, kinds)
 
 
+def rate_limited(exc: BaseException) -> bool:
+    """Whether the error is the endpoint asking to slow down (429, a rate-limit or overloaded error)."""
+    if type(exc).__name__ == "RateLimitError" or getattr(exc, "status_code", None) in (429, 529):
+        return True
+    return _in_chain(exc, "rate limit") or _in_chain(exc, "Rate limit") or _in_chain(exc, "overloaded_error")
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """The wait the endpoint asked for (``retry-after-ms``, ``Retry-After`` seconds or HTTP date), if any."""
+    headers: Any = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(float(ms) / 1000.0, 0.0)
+        value = headers.get("retry-after")
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(str(value)) if str(value).strip() else None
+        return None if when is None else max(when.timestamp() - time.time(), 0.0)
+
+
 class LiteLLMClient:
     """``complete`` with retries, response cache and typed turns."""
 
@@ -101,7 +145,17 @@ class LiteLLMClient:
         identity: str = "",
         revive: Callable[[], str | None] | None = None,
         max_revivals: int = 3,
+        gate: EndpointGate | None = None,
+        rate_limit_retries: int = 12,
+        max_backoff_s: float = 60.0,
+        cache_control: str | None = None,
     ) -> None:
+        """A client for LiteLLM model string ``model``.
+
+        ``gate``: admission of calls to this endpoint (default: one call at a time, no budgets; the
+        runner widens it to the cell's concurrency). ``cache_control="tools"``: an Anthropic prompt-cache
+        breakpoint after the tool block (native mode).
+        """
         self.model = model
         self.api_base = api_base
         self._start = start
@@ -118,6 +172,14 @@ class LiteLLMClient:
         self.name = model
         self.answered = False
         """Whether the endpoint has answered once (a local server that started counts)."""
+        self.gate = gate or EndpointGate()
+        self.rate_limit_retries = rate_limit_retries
+        self.max_backoff_s = max_backoff_s
+        self.cache_control = cache_control
+        self.rate_limit_waits = 0
+        """Calls sent again because the endpoint rate-limited them."""
+        self._prices = None if is_local else prices(model)
+        self._lock = threading.Lock()  # a local server starts / is revived once, whatever the threads
 
     # -- request building ---------------------------------------------------------------------
     def wire_payload(self, req: ModelRequest) -> dict[str, Any]:
@@ -134,6 +196,8 @@ class LiteLLMClient:
                 }
                 for t in req.tools
             ]
+            if tools and self.cache_control == "tools":  # Anthropic caches everything up to this breakpoint
+                tools[-1] = {**tools[-1], "cache_control": {"type": "ephemeral"}}
         payload: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": req.temperature}
         payload["max_tokens"] = req.max_tokens
         if req.seed is not None:
@@ -154,22 +218,43 @@ class LiteLLMClient:
                 return _turn_from_json(hit, cache_hit=True, key=key)
         turn = self._call_with_retries(payload, key)
         if self.cache is not None:
-            self.cache.put(key, _turn_to_json(turn))
+            with self._lock:  # two episodes may send the same request at once; one writes the entry
+                self.cache.put(key, _turn_to_json(turn))
         return turn
 
     def _call_with_retries(self, payload: dict[str, Any], key: str) -> ModelTurn:
-        if self._start is not None:  # a local server starts on the first request the cache cannot answer
-            self.api_base = self._start()
-            self._start = None
-            self.answered = True  # the server answered before start() returned
+        with self._lock:
+            if self._start is not None:  # a local server starts on the first request the cache cannot answer
+                self.api_base = self._start()
+                self._start = None
+                self.answered = True  # the server answered before start() returned
         litellm = litellm_module()
         attempt = 0
+        waits = 0
+        estimate = len(compact_json(payload)) // 4 + int(payload.get("max_tokens") or 0) if self.gate.tpm else 0
         while True:
+            self.gate.acquire(estimate)
+            outcome = "error"
+            used: int | None = None
             try:
                 turn = self._call_once(litellm, payload, key)
                 self.answered = True
+                outcome = "ok"
+                used = (turn.usage.prompt_tokens or 0) + (turn.usage.completion_tokens or 0)
                 return turn
             except Exception as exc:
+                if rate_limited(exc):
+                    outcome = "rate_limited"
+                    if waits >= self.rate_limit_retries:
+                        raise RateLimited(
+                            f"{self.model}: still rate-limited after {waits + 1} attempt(s) "
+                            f"({_first_line(exc)}); lower concurrency= or set rpm / tpm in the model config"
+                        ) from exc
+                    self.gate.release(outcome)  # counted now; the slot is free while this call waits
+                    outcome = "released"
+                    self._wait_rate_limit(exc, waits)
+                    waits += 1
+                    continue
                 if "ContextWindowExceeded" in type(exc).__name__:
                     raise ContextOverflow(f"{self.model}: {_first_line(exc)}") from None
                 auth = getattr(litellm, "AuthenticationError", ())
@@ -180,11 +265,13 @@ class LiteLLMClient:
                         "one, e.g. OPENAI_API_KEY, ANTHROPIC_API_KEY)"
                     ) from None
                 if self._revive is not None and self.revivals_left > 0:
-                    new_base = self._revive()  # None unless the local server died; then a new one, send again
+                    with self._lock:  # None unless the local server died; then a new one, send again
+                        new_base = self._revive()
+                        if new_base is not None:
+                            self.api_base = new_base
+                            self.revivals_left -= 1
+                            self.revivals += 1
                     if new_base is not None:
-                        self.api_base = new_base
-                        self.revivals_left -= 1
-                        self.revivals += 1
                         continue
                 if not _transient(exc) or attempt >= self.retries:
                     where = f" at {self.api_base}" if self.api_base else ""
@@ -198,6 +285,20 @@ class LiteLLMClient:
                     raise ModelError(message) from exc
                 time.sleep(self.backoff_s * (2**attempt))
                 attempt += 1
+            finally:
+                if outcome != "released":
+                    self.gate.release(outcome, used, estimate)
+
+    def _wait_rate_limit(self, exc: BaseException, waits: int) -> None:
+        """Sleep as long as the endpoint asked (plus up to 10%), else exponential backoff with full jitter."""
+        asked = retry_after_s(exc)
+        if asked is not None:
+            delay = min(asked, self.max_backoff_s) * (1.0 + random.uniform(0.0, 0.1))
+        else:
+            delay = min(self.max_backoff_s, self.backoff_s * (2**waits)) * random.uniform(0.5, 1.0)
+        with self._lock:
+            self.rate_limit_waits += 1
+        time.sleep(delay)
 
     def _call_once(self, litellm: Any, payload: dict[str, Any], key: str) -> ModelTurn:
         kwargs = dict(payload)
@@ -229,23 +330,12 @@ class LiteLLMClient:
         for tc in getattr(message, "tool_calls", None) or []:
             fn = getattr(tc, "function", None)
             native.append((getattr(fn, "name", None), getattr(fn, "arguments", None), getattr(tc, "id", None)))
-        usage = getattr(response, "usage", None)
-        details = getattr(usage, "prompt_tokens_details", None)
-        cached = getattr(details, "cached_tokens", None) if details is not None else None
-        cost = 0.0
-        if not self.is_local:
-            try:
-                cost = float(litellm.completion_cost(completion_response=response) or 0.0)
-            except Exception:  # no price known for this model: report 0 rather than fail the run
-                cost = 0.0
+        usage = call_usage(getattr(response, "usage", None))
+        cost = 0.0 if self.is_local else call_cost(usage, self._prices)
         return turn_from_output(
             message.content,
             native,
-            usage=Usage(
-                prompt_tokens=getattr(usage, "prompt_tokens", None),
-                completion_tokens=getattr(usage, "completion_tokens", None),
-                cached_prompt_tokens=cached,
-            ),
+            usage=Usage(usage.prompt_tokens, usage.completion_tokens, usage.cache_read_tokens),
             request_bytes=request_bytes,
             request_bytes_source=source,
             latency_s=latency,

@@ -13,12 +13,12 @@ import pytest
 from surfbench.bench.cli import main
 from surfbench.bench.models import ModelPool, model_config
 from surfbench.bench.models.cache import ResponseCache
-from surfbench.bench.models.client import EndpointRefused, LiteLLMClient, ModelError
+from surfbench.bench.models.client import EndpointRefused, LiteLLMClient, ModelError, RateLimited
 from surfbench.bench.models.local import EMBEDDED
 from surfbench.bench.models.types import ModelRequest
 from surfbench.bench.results import load_runs
 from surfbench.bench.surface import ToolSpec
-from tests.fixtures.openai_stub import OpenAIStub, chat_reply, run_surfbench, stub_model_config, tool_call
+from tests.fixtures.openai_stub import OpenAIStub, chat_reply, run_surfbench, stub_model_config, tool_call, usage
 
 WEATHER = ToolSpec(
     "get_weather",
@@ -198,3 +198,75 @@ def test_a_run_with_harness_errors_says_so_and_retry_errors_redoes_them(tmp_path
     assert "running 1 episode(s) again" in again.stderr and len(s.requests) == 1
     episodes = load_runs([tmp_path / "results" / "x"])
     assert len(episodes) == 2 and episodes["episode_key"].is_unique and episodes["error"].isna().all()
+
+
+def test_a_429_waits_as_long_as_retry_after_says_and_is_not_a_failure():
+    import time
+
+    def limited(n: int, body: dict, headers: dict) -> tuple:
+        if n == 1:
+            return 429, {"error": {"message": "Rate limit reached", "type": "rate_limit"}}, {"Retry-After": "0.4"}
+        return 200, chat_reply(content="It is sunny.")
+
+    with OpenAIStub(limited) as s:
+        c = client(s.api_base, retries=0)  # no transient retries: the 429 is waited out on its own budget
+        started = time.monotonic()
+        turn = c.complete(ask())
+        waited = time.monotonic() - started
+    assert turn.text == "It is sunny." and len(s.requests) == 2
+    assert 0.4 <= waited < 5 and c.rate_limit_waits == 1 and c.gate.rate_limited == 1
+
+
+def test_an_endpoint_that_stays_rate_limited_is_one_clear_error_naming_the_settings():
+    limited = (429, {"error": {"message": "Rate limit reached", "type": "rate_limit"}}, {"retry-after-ms": "10"})
+    with OpenAIStub(lambda n, b, h: limited) as s, pytest.raises(RateLimited) as err:
+        client(s.api_base, rate_limit_retries=3).complete(ask())
+    assert len(s.requests) == 4 and "after 4 attempt(s)" in str(err.value)
+    assert "concurrency=" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_openai_cached_tokens_are_recorded_and_priced_at_the_cached_rate():
+    reply = chat_reply(content="ok", usage=usage(prompt=1000, completion=10, cached=800))
+    with OpenAIStub(lambda n, b, h: (200, reply)) as s:
+        turn = LiteLLMClient("openai/gpt-4o-mini", api_base=s.api_base, api_key="sk-test").complete(ask())
+    assert turn.usage.prompt_tokens == 1000 and turn.usage.cached_prompt_tokens == 800
+    assert turn.cost_usd == pytest.approx(200 * 1.5e-07 + 800 * 7.5e-08 + 10 * 6e-07)
+
+
+def test_anthropic_cache_reads_and_writes_are_recorded_priced_and_the_breakpoint_follows_the_tools():
+    from tests.fixtures.anthropic_stub import AnthropicStub, anthropic_usage, message_reply, overloaded
+
+    def respond(n: int, body: dict, headers: dict) -> tuple:
+        if n == 1:
+            return overloaded("0.05")
+        reply = message_reply(tool_uses=[("get_weather", {"city": "Paris"})], usage=anthropic_usage(100, 7, 600, 300))
+        return 200, reply
+
+    other = ToolSpec("get_time", "Get the time.", {"type": "object", "properties": {}})
+    request = ModelRequest(messages=({"role": "user", "content": "Weather?"},), tools=(WEATHER, other), max_tokens=32)
+    with AnthropicStub(respond) as s:
+        c = LiteLLMClient(
+            "anthropic/claude-haiku-4-5", api_base=s.api_base, api_key="sk-ant-test", cache_control="tools"
+        )
+        turn = c.complete(request)
+    tools = s.requests[-1][0]["tools"]
+    assert [t.get("cache_control") for t in tools] == [None, {"type": "ephemeral"}]  # after the whole tool block
+    assert [(t.name, t.arguments) for t in turn.tool_calls] == [("get_weather", {"city": "Paris"})]
+    assert turn.usage.prompt_tokens == 1000 and turn.usage.cached_prompt_tokens == 600  # reads + writes + input
+    assert turn.cost_usd == pytest.approx(100 * 1e-06 + 600 * 1e-07 + 300 * 1.25e-06 + 7 * 5e-06)
+    assert c.rate_limit_waits == 1
+
+
+def test_concurrency_and_budgets_are_checked_in_model_configs_and_not_part_of_the_cell():
+    from surfbench.bench.config import ConfigError
+    from surfbench.bench.runner import CellSpec, resolve_cell
+
+    assert (
+        model_config("gpt-4o-mini").concurrency == 16 and model_config("qwen2.5-coder-0.5b-instruct").concurrency == 1
+    )
+    with pytest.raises(ConfigError, match="concurrency=0: must be a whole number"):
+        model_config("x", {"provider": "litellm", "model": "openai/x", "concurrency": 0})
+    with pytest.raises(ConfigError, match="cache_control='all'"):
+        model_config("x", {"provider": "litellm", "model": "openai/x", "cache_control": "all"})
+    one, many = (resolve_cell(CellSpec("notes_mcp", "full", "gpt-4o-mini", concurrency=n)) for n in (1, 32))
+    assert one.cell_id == many.cell_id and one.episode_key(one.tasks[0], 0) == many.episode_key(many.tasks[0], 0)

@@ -159,3 +159,15 @@ def test_the_stuck_stop_is_part_of_the_cell(configs: Path, tmp_path: Path):
     assert on.returncode == 0 and "2/2 episodes already done" not in on.stderr, on.stderr[-2000:]
     episodes = load_runs([tmp_path / "s"])
     assert len(episodes) == 4 and episodes["cell_id"].nunique() == 2
+
+
+def test_a_prompt_cache_breakpoint_is_part_of_the_model_identity_and_its_absence_changes_nothing():
+    from types import SimpleNamespace
+
+    from surfbench.bench.identity import MODEL_IDENTITY_FIELDS, model_identity
+
+    base = dict.fromkeys(MODEL_IDENTITY_FIELDS) | {"provider": "litellm", "model": "anthropic/x", "embedded": None}
+    plain = model_identity(SimpleNamespace(**base), "native")
+    assert "cache_control" not in plain, "runs recorded before the option keep their cell ids"
+    cached = model_identity(SimpleNamespace(**base, cache_control="tools"), "native")
+    assert cached["cache_control"] == "tools" and cached != plain

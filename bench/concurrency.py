@@ -1,0 +1,166 @@
+"""Many episodes in flight: a thread pool that hands results back in order, and per-endpoint rate control.
+
+**Why threads, not asyncio.** The episode loop, the surfaces, the backends (sandboxed processes, MCP
+servers over stdio) and the model client (LiteLLM's sync ``completion``) are synchronous code. An
+asyncio version would need an async twin of each, or ``to_thread`` around all of them, which is a
+thread pool anyway. Episodes spend their time waiting on HTTP, where the GIL is released, so N threads
+keep N requests in flight; 32 threads cost a few MB.
+
+**What episodes share, and why that is safe.**
+
+- The model client: LiteLLM's ``completion`` builds a fresh request per call over one ``httpx.Client``
+  (thread-safe, pooled); the request-bytes hook writes to a thread-local sink; the response cache
+  writes each entry to a temporary file and renames it (the client serialises its own writes).
+- The results store (group commit), the claims and progress are touched only by the thread that
+  called :func:`in_order`: workers return finished rows, the calling thread commits them in episode
+  order. So the store's rows, the transcripts and the cache-aware order are exactly those of a run
+  with ``concurrency=1``, whatever order episodes finish in.
+- Backends and surface sessions are per-episode objects.
+
+**Kill safety.** An episode is committed when it and every episode before it in the cell's order have
+finished; at most ``lookahead`` episodes (running, queued, or finished and waiting for an earlier one)
+are uncommitted at any time. A SIGKILL loses those and nothing else: their claims die with the
+process, and the re-run runs each of them once.
+
+**Rate control** (:class:`EndpointGate`): every call to one endpoint passes the gate. Calls in flight
+are capped by an adaptive limit that halves on a burst of 429s (at least half of the last
+:data:`BURST_WINDOW` outcomes) and grows back by one after each ``limit`` successes in a row; optional
+``rpm`` / ``tpm`` budgets hold calls back until the last minute's requests / tokens leave room.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+K = TypeVar("K")
+R = TypeVar("R")
+
+BURST_WINDOW = 16
+"""Outcomes looked at to tell a 429 burst (the endpoint is over its limit) from scattered 429s."""
+
+
+def in_order(items: Iterable[K], work: Callable[[K], R], concurrency: int, lookahead: int = 0) -> Iterator[tuple[K, R]]:
+    """Yield ``(item, work(item))`` in the order of ``items``, with up to ``concurrency`` running at once.
+
+    ``items`` is pulled lazily on the calling thread (so it may claim an episode as it yields it); at
+    most ``lookahead`` items (default ``4 * concurrency``) are taken but not yet yielded. An exception
+    in ``work`` is raised here when its item's turn comes; the items not yet started are cancelled and
+    the running ones are waited for.
+    """
+    if concurrency <= 1:
+        for item in items:
+            yield item, work(item)
+        return
+    lookahead = max(lookahead or 4 * concurrency, concurrency)
+    source = iter(items)
+    pending: deque[tuple[K, Future[R]]] = deque()
+    executor = ThreadPoolExecutor(concurrency, thread_name_prefix="surfbench-episode")
+    try:
+        exhausted = False
+        while True:
+            while not exhausted and len(pending) < lookahead:
+                try:
+                    item = next(source)
+                except StopIteration:
+                    exhausted = True
+                    break
+                pending.append((item, executor.submit(work, item)))
+            if not pending:
+                return
+            item, future = pending.popleft()
+            yield item, future.result()
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+
+
+class EndpointGate:
+    """Admission for the calls to one endpoint: adaptive in-flight limit plus optional rpm / tpm budgets."""
+
+    def __init__(self, ceiling: int = 1, rpm: int | None = None, tpm: int | None = None) -> None:
+        """``ceiling``: the most calls in flight (the cell's concurrency); ``rpm`` / ``tpm``: budgets per minute."""
+        self.ceiling = max(1, ceiling)
+        self.limit = self.ceiling
+        self.rpm = rpm
+        self.tpm = tpm
+        self.in_flight = 0
+        self.halvings = 0
+        """How often a burst of 429s halved the limit (reported by the benchmark)."""
+        self.rate_limited = 0
+        """429s and provider rate-limit errors seen."""
+        self._streak = 0
+        self._recent: deque[bool] = deque(maxlen=BURST_WINDOW)
+        self._requests: deque[float] = deque()
+        self._tokens: deque[tuple[float, int]] = deque()
+        self._cond = threading.Condition()
+
+    def widen(self, ceiling: int) -> None:
+        """Raise the ceiling to ``ceiling`` (a cell with more concurrency than the last one)."""
+        with self._cond:
+            if ceiling > self.ceiling:
+                self.limit += ceiling - self.ceiling
+                self.ceiling = ceiling
+                self._cond.notify_all()
+
+    def _budget_wait(self, now: float, tokens: int) -> float:
+        """Seconds until the last minute's requests and tokens leave room for this call (0: go)."""
+        while self._requests and now - self._requests[0] >= 60.0:
+            self._requests.popleft()
+        while self._tokens and now - self._tokens[0][0] >= 60.0:
+            self._tokens.popleft()
+        wait = 0.0
+        if self.rpm is not None and len(self._requests) >= self.rpm:
+            wait = max(wait, 60.0 - (now - self._requests[0]))
+        if self.tpm is not None and self._tokens:
+            used = sum(n for _, n in self._tokens)
+            if used + tokens > self.tpm:  # wait until enough of the oldest have left the window
+                for stamp, n in self._tokens:
+                    used -= n
+                    if used + tokens <= self.tpm:
+                        wait = max(wait, 60.0 - (now - stamp))
+                        break
+        return wait
+
+    def acquire(self, tokens: int = 0) -> float:
+        """Wait for a free slot and room in the budgets; return the seconds waited."""
+        started = time.monotonic()
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                wait = self._budget_wait(now, tokens)
+                if self.in_flight < self.limit and wait <= 0:
+                    self.in_flight += 1
+                    self._requests.append(now)
+                    if tokens:
+                        self._tokens.append((now, tokens))
+                    return now - started
+                self._cond.wait(timeout=wait if wait > 0 else None)
+
+    def release(self, outcome: str, tokens_used: int | None = None, tokens_estimated: int = 0) -> None:
+        """A call ended: ``ok``, ``rate_limited`` or ``error``; ``tokens_used`` corrects the tpm estimate."""
+        with self._cond:
+            self.in_flight = max(0, self.in_flight - 1)
+            if tokens_used is not None and tokens_estimated and self._tokens:
+                for i in range(len(self._tokens) - 1, -1, -1):
+                    if self._tokens[i][1] == tokens_estimated:
+                        self._tokens[i] = (self._tokens[i][0], tokens_used)
+                        break
+            if outcome == "rate_limited":
+                self.rate_limited += 1
+                self._recent.append(True)
+                self._streak = 0
+                if len(self._recent) == BURST_WINDOW and sum(self._recent) * 2 >= BURST_WINDOW:
+                    self.limit = max(1, self.limit // 2)
+                    self.halvings += 1
+                    self._recent.clear()  # the next halving needs a fresh burst at the new limit
+            elif outcome == "ok":
+                self._recent.append(False)
+                self._streak += 1
+                if self._streak >= self.limit and self.limit < self.ceiling:
+                    self.limit += 1
+                    self._streak = 0
+            self._cond.notify_all()
