@@ -64,8 +64,12 @@ bench: model
 	$(PY) scripts/bench_throughput.py; t=$$?; \
 	$(PY) scripts/bench_harness.py; h=$$?; \
 	$(PY) scripts/bench_sandbox.py; x=$$?; \
+	$(PY) scripts/bench_mcp.py; m=$$?; \
+	$(PY) scripts/bench_code.py; c=$$?; \
+	$(PY) scripts/bench_scale.py; g=$$?; \
+	$(PY) scripts/bench_concurrency.py 200; k=$$?; \
 	$(PY) scripts/bench_table.py; \
-	exit $$((s | o | t | h | x))
+	exit $$((s | o | t | h | x | m | c | g | k))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

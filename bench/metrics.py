@@ -138,7 +138,14 @@ def summarize_cell(rows: list[Mapping[str, Any]]) -> CellSummary:
         stuck_rate=_mean(None if _missing(r.get("stuck")) else float(bool(r["stuck"])) for r in rows),
         harness_errors=sum(1 for r in rows if r.get("error") and not is_context_overflow(r.get("error"))),
         context_overflows=sum(1 for r in rows if is_context_overflow(r.get("error"))),
+        **_cost_fields(rows),
     )
+
+
+def _cost_fields(rows: list[Mapping[str, Any]]) -> dict[str, float | None]:
+    cost = summarize_cost(rows)
+    return {"cached_share": cost.cached_share, "cost_per_episode": cost.cost_per_episode,
+            "cost_per_solved": cost.cost_per_solved}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -216,7 +216,7 @@ def _metric(name: str) -> CellColumn:
 
 def _cost(name: str) -> CellColumn:
     """A cost metric (bench.metrics.CostSummary) as a column."""
-    return CellColumn(METRICS[name].label, lambda r, _: METRICS[name].format(r.cost.metric(name) if r.cost else None))
+    return _metric(name)  # the cost metrics are CellSummary fields like the others
 
 
 def _ratio(r: CellRow, base: float | None) -> str:

@@ -200,6 +200,15 @@ class CellSummary(Row):
     )
     harness_errors: int = field(metadata=doc("Episodes ended by a harness error (not a context overflow)."))
     context_overflows: int = field(metadata=doc("Episodes whose conversation outgrew the model's context."))
+    cached_share: float | None = field(
+        default=None, metadata=doc("Cached prompt tokens / prompt tokens, where the provider reports them.")
+    )
+    cost_per_episode: float | None = field(
+        default=None, metadata=doc("Mean model cost per episode, USD (LiteLLM's bundled price map).")
+    )
+    cost_per_solved: float | None = field(
+        default=None, metadata=doc("The cell's model cost over its solved episodes, USD; None when none was solved.")
+    )
 
     def metric(self, name: str) -> float | None:
         """The value of metric ``name`` (a bench.metrics.METRICS name that the summary holds)."""

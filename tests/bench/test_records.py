@@ -104,7 +104,7 @@ def test_every_per_cell_metric_is_a_cell_summary_field_with_a_direction_and_form
     summary_fields = {f.name for f in fields(CellSummary)}
     for metric in METRICS.values():
         assert not metric.per_cell or metric.name in summary_fields, metric.name
-        assert metric.kind in ("pct", "num", "count") and metric.label and metric.description
+        assert metric.kind in ("pct", "num", "count", "usd") and metric.label and metric.description
     assert METRICS["success_rate"].format(0.425) == "42%" and METRICS["latency_s"].format(None) == "-"
 
 
