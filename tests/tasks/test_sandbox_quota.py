@@ -123,7 +123,8 @@ def _six_processes(sandbox: Sandbox) -> tuple[Any, int]:
                 with contextlib.suppress(OSError):
                     if b"hold.py" in Path(f"/proc/{pid}/cmdline").read_bytes():
                         status = Path(f"/proc/{pid}/status").read_text()
-                        total += int(status.split("RssAnon:")[1].split()[0]) * 1024
+                        if "RssAnon:" in status:  # a process caught exiting (a zombie) has no memory lines
+                            total += int(status.split("RssAnon:")[1].split()[0]) * 1024
             most = max(most, total)
             time.sleep(0.02)
 
