@@ -161,11 +161,6 @@ class CostSummary:
     cost_total: float
     """Model cost of the cell (USD)."""
 
-    def metric(self, name: str) -> float | None:
-        """The value of metric ``name`` (one of this summary's fields)."""
-        value: float | None = getattr(self, name)
-        return value
-
 
 def summarize_cost(rows: list[Mapping[str, Any]]) -> CostSummary:
     """Cached share and cost per episode / per solved episode, from episode rows."""

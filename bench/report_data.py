@@ -16,7 +16,7 @@ from typing import Any
 from surfbench.bench.compare import Paired, paired_comparisons
 from surfbench.bench.config import ConfigError
 from surfbench.bench.evidence import config_labels, surface_label
-from surfbench.bench.metrics import METRICS, CostSummary, fmt, per_operation, show, summarize_cell, summarize_cost
+from surfbench.bench.metrics import METRICS, fmt, per_operation, show, summarize_cell
 from surfbench.bench.power import PassK, pass_k
 from surfbench.bench.provenance import load_current
 from surfbench.bench.report_choices import AlternativePicks, access_split, alternative_picks
@@ -39,8 +39,6 @@ class CellRow:
     """Mean tools shown on the first step."""
     pass_k: PassK | None = None
     """pass@k and pass^k over the cell's tasks when each ran k > 1 times (else None)."""
-    cost: CostSummary | None = None
-    """Cached share of prompt tokens, cost per episode and per solved episode."""
 
 
 @dataclass
@@ -89,7 +87,6 @@ def cell_rows(frame: Any) -> list[CellRow]:
                 tool_block_bytes=float(block.mean()) if len(block) else None,
                 tools_shown=float(shown.mean()) if len(shown) else None,
                 pass_k=pass_k(group.to_dict("records")),
-                cost=summarize_cost(group.to_dict("records")),
             )
         )
     rows.sort(
@@ -214,11 +211,6 @@ def _metric(name: str) -> CellColumn:
     return CellColumn(METRICS[name].label, lambda r, _: show(r.summary, name))
 
 
-def _cost(name: str) -> CellColumn:
-    """A cost metric (bench.metrics.CostSummary) as a column."""
-    return _metric(name)  # the cost metrics are CellSummary fields like the others
-
-
 def _ratio(r: CellRow, base: float | None) -> str:
     return f"{base / r.tool_block_bytes:.1f}" if base and r.tool_block_bytes else "-"
 
@@ -250,7 +242,7 @@ CELL_COLUMNS = [
         lambda r, _: f"{show(r.summary, 'boundary_violations')} / {show(r.summary, 'protocol_violations')}",
     ),
     _metric("parse_failures"), _metric("latency_s"), _metric("stuck_rate"),
-    *(_cost(name) for name in ("cached_share", "cost_per_episode", "cost_per_solved")),
+    *(_metric(name) for name in ("cached_share", "cost_per_episode", "cost_per_solved")),
 ]  # fmt: skip
 """The cells table: keys, tool-block size, then registry metrics (bench.metrics.METRICS) by label and format."""
 CELL_HEAD = [c.head for c in CELL_COLUMNS]

@@ -107,8 +107,8 @@ def test_usage_and_cost_totals_are_exact_with_cached_prompt_tokens(tmp_path: Pat
     from surfbench.bench.report_data import CELL_HEAD, cell_rows
 
     (row,) = cell_rows(frame.assign(surface_kind="full", params_b=None, mode="native"))
-    assert row.cost is not None and row.cost.cached_share == pytest.approx(cached / prompt)
-    assert row.cost.cost_per_solved == pytest.approx(cost / len(frame), abs=5e-7)
+    assert row.summary.cached_share == pytest.approx(cached / prompt)
+    assert row.summary.cost_per_solved == pytest.approx(cost / len(frame), abs=5e-7)
     assert {"cached", "$/episode", "$/solved"} <= set(CELL_HEAD)
 
 
