@@ -164,3 +164,34 @@ class EndpointGate:
                     self.limit += 1
                     self._streak = 0
             self._cond.notify_all()
+
+
+class EndpointRing:
+    """Endpoints serving one model (a local model's ``n_parallel`` servers), one free per call.
+
+    Each call takes a free endpoint and gives it back, so N calls in flight go to N different servers.
+    """
+
+    def __init__(self, bases: list[str]) -> None:
+        self._free = list(bases)
+        self._moved: dict[str, str] = {}
+        self._ready = threading.Condition()
+
+    def take(self) -> str:
+        """A free endpoint (waits for one)."""
+        with self._ready:
+            while not self._free:
+                self._ready.wait()
+            return self._free.pop()
+
+    def give(self, base: str) -> None:
+        """Hand an endpoint back (its new address if its server was restarted meanwhile)."""
+        with self._ready:
+            self._free.append(self._moved.get(base, base))
+            self._ready.notify()
+
+    def replace(self, old: list[str], new: list[str]) -> None:
+        """Endpoints that moved (a revived server has a new port): the free list follows them."""
+        with self._ready:
+            self._moved.update((a, b) for a, b in zip(old, new, strict=True) if a != b)
+            self._free = [self._moved.get(b, b) for b in self._free]

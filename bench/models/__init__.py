@@ -14,7 +14,7 @@ from surfbench.bench.config import ConfigError, read_group_config
 from surfbench.bench.models.cache import ResponseCache
 from surfbench.bench.models.client import LiteLLMClient, ModelError
 from surfbench.bench.models.local import ModelUnavailable, embedded, require
-from surfbench.bench.models.server import LocalServer, ServerError, ServerSettings
+from surfbench.bench.models.server import LocalServer, ServerError, ServerGroup, ServerSettings
 from surfbench.bench.models.types import CallingMode, ModelClient
 from surfbench.bench.secrets import register as register_secret
 
@@ -32,7 +32,7 @@ __all__ = [
 MODEL_KEYS = {
     "name", "provider", "embedded", "model", "api_base", "api_key_env", "params_b", "n_ctx", "threads",
     "chat_format", "mode", "prompt_format", "tokenizer", "temperature", "max_tokens", "seed", "description",
-    "script_suite", "script_delay_s", "concurrency", "rpm", "tpm", "cache_control", "limits",
+    "script_suite", "script_delay_s", "concurrency", "rpm", "tpm", "cache_control", "limits", "n_parallel",
 }  # fmt: skip
 
 
@@ -74,6 +74,9 @@ class ModelConfig:
     """Tokens per minute (prompt estimate + max_tokens) this endpoint allows; None: no budget."""
     cache_control: str | None = None
     """``tools``: an Anthropic prompt-cache breakpoint after the tool block (native mode); None: none."""
+    n_parallel: int = 1
+    """For ``local``: llama.cpp server processes (slots), ``threads // n_parallel`` threads each; calls go
+    to a free one. Helps only with cores to spare (docs/models.md); pair it with ``concurrency``."""
     limits: dict[str, Any] = field(default_factory=dict)
     """The provider's limits: ``max_tools``, ``name_pattern``, ``context_window`` (bench.limits)."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -102,15 +105,20 @@ def model_config(name: str, data: dict[str, Any] | None = None) -> ModelConfig:
         raise ConfigError(f"{where}: provider 'litellm' needs 'model' (a LiteLLM model string)")
     if cfg.mode not in ("native", "prompted"):
         raise ConfigError(f"{where}: mode must be 'native' or 'prompted', got {cfg.mode!r}")
-    for key in ("concurrency", "rpm", "tpm"):
+    for key in ("concurrency", "rpm", "tpm", "n_parallel"):
         value = getattr(cfg, key)
-        if (value is not None or key == "concurrency") and (
+        if (value is not None or key in ("concurrency", "n_parallel")) and (
             not isinstance(value, int) or isinstance(value, bool) or value < 1
         ):
             raise ConfigError(
                 f"{where}: {key}={value!r}: must be a whole number, 1 or more"
-                + ("" if key == "concurrency" else ", or null (no budget)")
+                + ("" if key in ("concurrency", "n_parallel") else ", or null (no budget)")
             )
+    if cfg.n_parallel > 1 and (cfg.provider != "local" or cfg.n_parallel > cfg.threads):
+        raise ConfigError(
+            f"{where}: n_parallel={cfg.n_parallel}: local models only, at most threads={cfg.threads} "
+            "(each server needs a thread of its own)"
+        )
     if cfg.cache_control not in (None, "tools"):
         raise ConfigError(f"{where}: cache_control={cfg.cache_control!r}: must be 'tools' or null")
     return cfg
@@ -136,6 +144,8 @@ class ModelPool:
         elif cfg.provider == "local":
             assert cfg.embedded is not None
             settings = ServerSettings(require(cfg.embedded), cfg.name, cfg.n_ctx, cfg.threads, cfg.chat_format)
+            if cfg.n_parallel > 1:
+                return self._group_client(cfg, ServerGroup(settings, cfg.n_parallel))
             server = LocalServer(settings)
             self.servers[cfg.name] = server
 
@@ -182,6 +192,25 @@ class ModelPool:
                 cfg.model, api_base=cfg.api_base, api_key=key, cache=self.cache,
                 gate=EndpointGate(1, cfg.rpm, cfg.tpm), cache_control=cfg.cache_control,
             )  # fmt: skip
+        self.clients[cfg.name] = client
+        return client
+
+    def _group_client(self, cfg: ModelConfig, group: ServerGroup) -> ModelClient:
+        """The client of a local model with ``n_parallel`` servers (each call to a free one)."""
+        assert cfg.embedded is not None
+        self.servers[cfg.name] = group  # type: ignore[assignment]  # same start/stop/api_base/pid surface
+
+        def revive() -> list[str] | None:
+            bases = group.revive()
+            if bases is not None:
+                print(f"surfbench: a {cfg.name} server had died; restarted", file=sys.stderr, flush=True)
+            return bases
+
+        client = LiteLLMClient(
+            f"openai/{cfg.name}", api_key="sk-local", cache=self.cache, is_local=True,
+            start=lambda: group.start().api_bases, revive=revive,
+            identity=f"{embedded(cfg.embedded).sha256}|ctx={cfg.n_ctx}|fmt={cfg.chat_format}|slots={cfg.n_parallel}",
+        )  # fmt: skip
         self.clients[cfg.name] = client
         return client
 

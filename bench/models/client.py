@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from surfbench.bench.concurrency import EndpointGate
+from surfbench.bench.concurrency import EndpointGate, EndpointRing
 from surfbench.bench.models.cache import ResponseCache, request_hash
 from surfbench.bench.models.cost import call_cost, call_usage, prices
 from surfbench.bench.models.parsing import turn_from_output
@@ -141,9 +141,9 @@ class LiteLLMClient:
         backoff_s: float = 1.0,
         timeout_s: float = 600.0,
         is_local: bool = False,
-        start: Callable[[], str] | None = None,
+        start: Callable[[], str | list[str]] | None = None,
         identity: str = "",
-        revive: Callable[[], str | None] | None = None,
+        revive: Callable[[], str | list[str] | None] | None = None,
         max_revivals: int = 3,
         gate: EndpointGate | None = None,
         rate_limit_retries: int = 12,
@@ -180,6 +180,8 @@ class LiteLLMClient:
         """Calls sent again because the endpoint rate-limited them."""
         self._prices = None if is_local else prices(model)
         self._lock = threading.Lock()  # a local server starts / is revived once, whatever the threads
+        self.ring: EndpointRing | None = None
+        self.bases: list[str] = []
 
     # -- request building ---------------------------------------------------------------------
     def wire_payload(self, req: ModelRequest) -> dict[str, Any]:
@@ -225,7 +227,10 @@ class LiteLLMClient:
     def _call_with_retries(self, payload: dict[str, Any], key: str) -> ModelTurn:
         with self._lock:
             if self._start is not None:  # a local server starts on the first request the cache cannot answer
-                self.api_base = self._start()
+                started = self._start()
+                if isinstance(started, list):  # n_parallel servers: each call goes to a free one
+                    self.ring, self.bases = EndpointRing(started), started
+                self.api_base = started[0] if isinstance(started, list) else started
                 self._start = None
                 self.answered = True  # the server answered before start() returned
         litellm = litellm_module()
@@ -267,6 +272,9 @@ class LiteLLMClient:
                 if self._revive is not None and self.revivals_left > 0:
                     with self._lock:  # None unless the local server died; then a new one, send again
                         new_base = self._revive()
+                        if isinstance(new_base, list):
+                            self.ring.replace(self.bases, new_base) if self.ring else None
+                            self.bases, new_base = new_base, new_base[0]
                         if new_base is not None:
                             self.api_base = new_base
                             self.revivals_left -= 1
@@ -302,8 +310,9 @@ class LiteLLMClient:
 
     def _call_once(self, litellm: Any, payload: dict[str, Any], key: str) -> ModelTurn:
         kwargs = dict(payload)
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
+        base = self.ring.take() if self.ring is not None else self.api_base
+        if base:
+            kwargs["api_base"] = base
         if self.api_key:
             kwargs["api_key"] = self.api_key
         sink: list[int] = []
@@ -313,6 +322,8 @@ class LiteLLMClient:
             response = litellm.completion(timeout=self.timeout_s, num_retries=0, **kwargs)
         finally:
             _CAPTURE.sink = None
+            if self.ring is not None and base:
+                self.ring.give(base)
         latency = time.perf_counter() - started
         measured = [n for n in sink if n >= 0]
         if measured:

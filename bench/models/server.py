@@ -172,6 +172,79 @@ class LocalServer:
         self.stop()
 
 
+class ServerGroup:
+    """``n_parallel`` llama.cpp servers of one model: the slots llama-cpp-python's server lacks.
+
+    llama-cpp-python's server answers one request at a time (a lock around the model), so a local
+    model with ``n_parallel: N`` runs N server processes, each with ``threads // N`` threads, and the
+    client sends each call to a server that is free. It pays only when the cores are not already busy:
+    on 2 cores one server with 2 threads is as fast (docs/models.md, measured).
+    """
+
+    def __init__(self, settings: ServerSettings, n: int, start_timeout: float = 180.0) -> None:
+        if n < 1:
+            raise ValueError(f"n_parallel must be 1 or more, got {n}")
+        threads = max(1, settings.n_threads // n)
+        self.members = [
+            LocalServer(ServerSettings(**{**settings.__dict__, "n_threads": threads}), start_timeout) for _ in range(n)
+        ]
+        for i, member in enumerate(self.members[1:], start=1):  # one log per member
+            member.log_path = member.log_path.with_name(f"{member.log_path.stem}-{i}.log")
+
+    @property
+    def api_bases(self) -> list[str]:
+        """Every member's endpoint."""
+        return [m.api_base for m in self.members]
+
+    @property
+    def api_base(self) -> str:
+        """The first member's endpoint (what benchmarks talk to)."""
+        return self.members[0].api_base
+
+    @property
+    def pid(self) -> int | None:
+        return self.members[0].pid
+
+    @property
+    def pids(self) -> list[int]:
+        """Every member's process id (those started)."""
+        return [m.pid for m in self.members if m.pid is not None]
+
+    def start(self) -> ServerGroup:
+        try:
+            for member in self.members:
+                member.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def alive(self) -> bool:
+        return all(m.alive() for m in self.members)
+
+    def revive(self) -> list[str] | None:
+        """Restart the members whose process ended; their new endpoints, None when all were alive."""
+        dead = [m for m in self.members if not m.alive()]
+        for member in dead:
+            member.restart()
+        return self.api_bases if dead else None
+
+    def log_tail(self, lines: int = 8) -> str:
+        return self.members[0].log_tail(lines)
+
+    def stop(self) -> None:
+        for member in self.members:
+            member.stop()
+
+    def __enter__(self) -> ServerGroup:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
 def stop_all() -> None:
     for server in list(_RUNNING):
         server.stop()
