@@ -1,12 +1,12 @@
 """A live MCP server as a backend (``backend: mcp``): the validated canonical call goes to the real server.
 
-Per episode: a fresh working copy of the suite's fixture and a fresh server on it, so no episode sees
-another's writes. The server's answer goes back to the model as it is (text, else structured content);
-``isError`` becomes a tool error carrying the server's message; a call past ``call_timeout_s`` is a
-``tool_timeout`` tool error; a server that ends mid-episode is a harness error (``McpServerDied``),
-which the runner retries per ``episode_retries`` on a fresh server. ``state()`` is what the suite's
-state function reads from the working copy (``state: file.py:function``, called with its path), else
-the calls made.
+Per episode: a fresh working copy of the suite's fixture (the server's ``setup`` hook run on it) and
+a fresh server on it, so no episode sees another's writes. The server's answer goes back to the model
+as it is (text, else structured content); ``isError`` becomes a tool error carrying the server's
+message; a call past ``call_timeout_s`` is a ``tool_timeout`` tool error; a server that ends
+mid-episode is a harness error (``McpServerDied``), which the runner retries per ``episode_retries``
+on a fresh server. ``state()`` is what the suite's state function reads from the working copy
+(``state: file.py:function``, called with its path), else the calls made.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class McpBackend:
                 self.close()
                 raise McpServerDied(self.server.label, f"reset_tool {self.server.reset_tool!r} failed: {reset.value}")
             return
-        self._workdir = Workdir(self.server.fixture)
+        self._workdir = Workdir(self.server.fixture, self.server.setup)
         self._client = McpClient(self.server, self._workdir.path, scenario)
         try:
             self._client.start()

@@ -16,7 +16,7 @@ from pathlib import Path
 from surfbench.bench.catalog import Catalog, CatalogError
 from surfbench.bench.importers.tools_json import import_mcp
 from surfbench.bench.mcp.client import McpClient, ToolList
-from surfbench.bench.mcp.spec import McpError, ServerSpec
+from surfbench.bench.mcp.spec import McpError, ServerSpec, load_setup
 from surfbench.bench.wire import compact_json
 
 
@@ -42,9 +42,13 @@ class LiveCatalog:
 
 
 class Workdir:
-    """A fresh working copy of a fixture folder (an empty folder without one), removed on close."""
+    """A fresh working copy of a fixture folder (an empty folder without one), removed on close.
 
-    def __init__(self, fixture: str | None) -> None:
+    ``setup`` (``path.py:function``, the server's ``setup``) is then called with its path, before any
+    server starts on it; McpError naming the hook when it fails (the copy is removed).
+    """
+
+    def __init__(self, fixture: str | None, setup: str | None = None) -> None:
         self.path: Path | None = Path(tempfile.mkdtemp(prefix="surfbench-mcp-")) / (
             Path(fixture).name if fixture else "work"
         )
@@ -52,6 +56,12 @@ class Workdir:
             shutil.copytree(fixture, self.path, symlinks=True)
         else:
             self.path.mkdir()
+        if setup:
+            try:
+                load_setup(setup)(self.path)
+            except Exception as exc:
+                self.close()
+                raise McpError(setup, f"setup failed: {type(exc).__name__}: {exc}") from None
 
     def close(self) -> None:
         """Remove the copy."""
@@ -74,7 +84,7 @@ def catalog_from_listing(listing: ToolList, source: str, name: str | None) -> Ca
 
 def live_catalog(spec: ServerSpec, name: str | None = None) -> LiveCatalog:
     """Start the server (on a fresh copy of its fixture), list its tools, stop it."""
-    workdir = Workdir(spec.fixture)
+    workdir = Workdir(spec.fixture, spec.setup)
     try:
         with McpClient(spec, workdir.path) as client:
             listing = client.list_tools()

@@ -3,7 +3,8 @@
 A suite names its server in ``suite.yaml`` under ``catalog: {mcp: {...}}``; the CLI builds one from
 ``--mcp "COMMAND ARGS..."`` or ``--mcp-url URL``. ``{workdir}`` and ``{scenario}`` in ``args``,
 ``env`` values and ``cwd`` are replaced per episode (a fresh working copy of ``fixture``, and the
-task's scenario), so one spec serves every episode.
+task's scenario), so one spec serves every episode. ``setup`` (``file.py:function``) builds in each
+fresh working copy what a folder cannot hold (a git repository's ``.git``) before the server starts.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ class ServerSpec:
     """HTTP header name -> the environment variable holding its value (values never reach results)."""
     fixture: str | None = None
     """A folder copied to a fresh working copy per episode (``{workdir}``); relative to the suite."""
+    setup: str | None = None
+    """``file.py:function`` (resolved against the suite), called with each fresh working copy's path after
+    ``fixture`` is copied and before the server starts: builds what a folder cannot ship (a ``.git``)."""
     startup_timeout_s: float = STARTUP_TIMEOUT_S
     """Wait for the answer to ``initialize``."""
     call_timeout_s: float = CALL_TIMEOUT_S
@@ -59,6 +63,14 @@ class ServerSpec:
     reset_tool: str | None = None
     """A declared reset: a tool called with ``{"scenario": NAME}`` between episodes instead of starting a
     fresh server; hidden from the catalog. None: a fresh server (and working copy) per episode."""
+
+    @property
+    def setup_name(self) -> str | None:
+        """The setup hook as results name it: ``file.py:function``, without the suite's folder."""
+        if not self.setup:
+            return None
+        head, _, attr = self.setup.rpartition(":")
+        return f"{Path(head).name}:{attr}"
 
     @property
     def label(self) -> str:
@@ -69,14 +81,17 @@ class ServerSpec:
 
     def identity(self) -> dict[str, Any]:
         """What results record of the server: no environment values, no header values."""
-        return {
+        found: dict[str, Any] = {
             "command": self.command,
             "args": list(self.args),
             "url": self.url,
             "env_names": sorted(self.env),
             "header_names": sorted(self.headers),
-            "fixture": self.fixture,
+            "fixture": Path(self.fixture).name if self.fixture else None,  # not the checkout's path
         }
+        if self.setup:  # only when set: a server without one keeps the identity it had
+            found["setup"] = self.setup_name
+        return found
 
     def filled(self, workdir: Path | None, scenario: str | None) -> tuple[list[str], dict[str, str], str | None]:
         """argv, extra env and cwd with ``{workdir}`` and ``{scenario}`` replaced."""
@@ -87,7 +102,8 @@ class ServerSpec:
         program = sys.executable if self.command in ("python", "python3") else fill(str(self.command))
         argv = [program, *(fill(a) for a in self.args)]
         env = {k: fill(v) for k, v in self.env.items()}
-        cwd = fill(self.cwd) if self.cwd else (str(workdir) if workdir and self.fixture else None)
+        copy = self.fixture or self.setup  # a working copy the server is meant to run in
+        cwd = fill(self.cwd) if self.cwd else (str(workdir) if workdir and copy else None)
         return argv, env, cwd
 
 
@@ -110,6 +126,7 @@ KEYS = (
     "url",
     "headers",
     "fixture",
+    "setup",
     "startup_timeout_s",
     "call_timeout_s",
     "reset_tool",
@@ -117,7 +134,10 @@ KEYS = (
 
 
 def from_mapping(data: Any, where: str, folder: Path | None = None) -> ServerSpec:
-    """suite.yaml's ``catalog: {mcp: {...}}``, every field checked; ``fixture`` resolved against ``folder``.
+    """suite.yaml's ``catalog: {mcp: {...}}``, every field checked; ``fixture`` and ``setup`` resolved.
+
+    Both are resolved against ``folder``, and ``setup``'s function is loaded, so a wrong name is an
+    error when the suite loads, not in every episode.
 
     Raises:
         ValueError: one line naming ``where``, the field and what to write instead.
@@ -130,7 +150,7 @@ def from_mapping(data: Any, where: str, folder: Path | None = None) -> ServerSpe
     command, url = data.get("command"), data.get("url")
     if (command is None) == (url is None):
         raise ValueError(f"{where}: mcp needs exactly one of 'command' (a stdio server) or 'url' (streamable HTTP)")
-    for key in ("command", "url", "cwd", "fixture", "reset_tool"):
+    for key in ("command", "url", "cwd", "fixture", "setup", "reset_tool"):
         if data.get(key) is not None and (not isinstance(data[key], str) or not data[key].strip()):
             raise ValueError(f"{where}: mcp.{key} must be a non-empty string, got {data[key]!r}")
     args = data.get("args") or []
@@ -155,6 +175,7 @@ def from_mapping(data: Any, where: str, folder: Path | None = None) -> ServerSpe
         if not path.is_dir():
             raise ValueError(f"{where}: mcp.fixture {fixture!r}: no folder {path}")
         fixture = str(path)
+    setup = _setup(data.get("setup"), where, folder)
     cwd = data.get("cwd")
     if cwd is not None and folder is not None and not cwd.startswith("{") and (folder / cwd).is_dir():
         cwd = str(folder / cwd)
@@ -166,9 +187,33 @@ def from_mapping(data: Any, where: str, folder: Path | None = None) -> ServerSpe
         url=url,
         headers=maps["headers"],
         fixture=fixture,
+        setup=setup,
         reset_tool=data.get("reset_tool"),
         **times,
     )
+
+
+def _setup(value: str | None, where: str, folder: Path | None) -> str | None:
+    """``mcp.setup``: ``file.py:function``; with ``folder``, the file resolved and the function loaded."""
+    if value is None:
+        return None
+    head, sep, attr = value.rpartition(":")
+    if not sep or not head.endswith(".py") or not attr.isidentifier():
+        raise ValueError(f"{where}: mcp.setup must be 'file.py:function' (called with the working copy), got {value!r}")
+    if folder is None:
+        return value
+    path = folder / head
+    if not path.is_file():
+        raise ValueError(f"{where}: mcp.setup {value!r}: no file {path}")
+    load_setup(f"{path}:{attr}", where)
+    return f"{path}:{attr}"
+
+
+def load_setup(spec: str, where: str = "mcp") -> Any:
+    """The setup function ``spec`` names (``path.py:function``); ValueError naming ``mcp.setup`` otherwise."""
+    from surfbench.bench.suite_model import load_hook
+
+    return load_hook(spec, where, "mcp.setup")
 
 
 def catalog_mapping(value: Any, where: str) -> dict[str, Any] | None:

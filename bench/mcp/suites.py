@@ -3,8 +3,11 @@
 suite.yaml::
 
     catalog:
-      mcp: {command: python, args: [-m, mcp_server_git, --repository, "{workdir}"], fixture: repo}
+      mcp: {command: python, args: [-m, mcp_server_git, --repository, "{workdir}"], setup: fixture.py:build}
       pinned: tools.json                # optional: `surfbench catalog dump` output; a run warns on drift
+    # mcp also takes fixture: FOLDER (copied to a fresh {workdir} per episode) and setup: file.py:function
+    # (called with that working copy's path before the server starts: builds what a folder cannot ship,
+    # such as a .git); both run for the live catalog listing and for every episode.
     backend: mcp                        # calls go to the live server (a fresh one per episode)
     backend_options: {state: state.py:read_state, call_timeout_s: 10}
 """

@@ -1,0 +1,73 @@
+"""Code mode over the other catalog suites: one program per task, its SDK calls routed like direct calls,
+through canned results (notes_mcp) and through a real third-party MCP server (git: mcp-server-git)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from surfbench.bench.matchers import example_args
+from surfbench.bench.models import ModelPool
+from surfbench.bench.models.scripted import call_turn, text_turn, with_usage
+from surfbench.bench.models.types import ModelRequest, ModelTurn
+from surfbench.bench.results import RunStore, load_runs
+from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.sandbox.box import bwrap_path
+from surfbench.bench.suite import load_suite
+
+pytestmark = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap (bwrap) is not installed")
+
+
+class SuiteCodeOracle:
+    """Answers each task of ``suite`` with one program making every expected call, then the answer words."""
+
+    name = "scripted-oracle"
+
+    def __init__(self, suite: str) -> None:
+        self.suite = load_suite(suite)
+
+    def complete(self, request: ModelRequest) -> ModelTurn:
+        first = next(m["content"] for m in request.messages if m["role"] == "user")
+        task = next(t for t in self.suite.tasks if t.turns[0] == first)
+        if any(m["role"] == "tool" for m in request.messages):
+            words = task.answer.get("contains", []) + task.answer.get("any_of", [])[:1]
+            return with_usage(text_turn(" ".join(map(str, words)) or "Done."), request)
+        lines = []
+        for e in task.expected:
+            args = dict(e.oracle_args) if e.oracle_args is not None else example_args(e.args)
+            lines.append(f"print({e.op}(**{args!r}))")
+        return with_usage(call_turn(("run_code", {"code": "\n".join(lines)})), request)
+
+
+def multi_call_tasks(suite: str) -> tuple[str, ...]:
+    return tuple(t.id for t in load_suite(suite).tasks if len(t.expected) >= 2 and len(t.turns) == 1)
+
+
+@pytest.mark.parametrize(
+    "suite",
+    [
+        "notes_mcp",
+        pytest.param(
+            "git",
+            marks=pytest.mark.skipif(importlib.util.find_spec("mcp_server_git") is None, reason="needs mcp-server-git"),
+        ),
+    ],
+)
+def test_a_multi_call_task_is_one_program_and_one_round_trip_on_every_catalog_suite(suite: str, tmp_path: Path):
+    tasks = multi_call_tasks(suite)
+    assert tasks, f"{suite} has no single-turn task with two or more expected calls"
+    store = RunStore(tmp_path / "run", commit_interval_s=0.5)
+    store.prepare()
+    cell = resolve_cell(CellSpec(suite, "code", "qwen2.5-coder-0.5b-instruct", split="all", tasks=tasks))
+    store.write_run_info({"cells": [{**cell.provenance(), "provider": "scripted"}]})
+    run_cell(cell, ModelPool(None), store, "oracle", client=SuiteCodeOracle(suite))
+    episodes = load_runs([tmp_path / "run"])
+    failed = episodes[~episodes["success"].astype(bool)]
+    assert failed.empty, failed[["task_id", "failure"]].to_dict("records") if "failure" in failed else failed
+    # the program is one round trip, the answer another; every call from code counted like a direct call
+    assert (episodes["round_trips"] == 2).all() and (episodes["first_try_accuracy"] == 1.0).all()
+    calls = load_runs([tmp_path / "run"], table="calls")
+    expected = {e.op for t in load_suite(suite).tasks if t.id in tasks for e in t.expected}
+    assert set(calls["operation"].dropna()) == expected
