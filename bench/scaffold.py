@@ -14,15 +14,16 @@ import json
 import os
 import re
 import shutil
-import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from surfbench.bench.catalog import Catalog, CatalogError, Operation
-from surfbench.bench.config import ConfigError, group_names
+from surfbench.bench.config import ConfigError
 
 EXAMPLES = 5
 """Commented example tasks ``init`` writes (one per operation, see :func:`example_operations`)."""
@@ -219,31 +220,12 @@ def init_suite(source: str, folder: Path, fmt: str | None = None, name: str | No
     from surfbench.bench.importers.common import exists
     from surfbench.bench.suite import load_suite
 
-    name = name or folder.resolve().name
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", name):
-        raise ConfigError(f"{folder}: suite name {name!r} (the folder's name): use letters, digits, '_' and '-'")
-    if name != folder.resolve().name:
-        raise ConfigError(f"--name {name}: suites are found by their folder's name; write into {folder.parent / name}")
-    if exists(folder) and not folder.is_dir():
-        raise ConfigError(f"{folder}: is a file, not a folder")
-    if folder.is_dir() and any(folder.iterdir()) and not force:
-        raise ConfigError(
-            f"{folder}: not empty; choose a new or empty folder, or --force to replace the files init writes"
-        )
+    name = suite_name(folder, name, force)
     if fmt != "python" and not exists(Path(source)) and (Path(source).suffix in FILE_SUFFIXES or os.sep in source):
         raise CatalogError(source, "file not found")  # not read as a Python module's name
     catalog = load_catalog(source, fmt=fmt, name=name)
     python = not exists(Path(source))  # module:attr: written as a native catalog
-    parent = folder.resolve().parent
-    made = next((p for p in reversed([parent, *parent.parents]) if not p.exists()), None)  # removed on failure
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{name}.init-", dir=parent))
-    except OSError as exc:
-        raise ConfigError(f"{folder}: cannot create it: {exc.strerror or exc}") from None
-    try:
-        target = work / name
-        target.mkdir()
+    with building(folder, name) as target:
         file_name = "catalog.json" if python else catalog_file_name(source)
         if python:
             (target / file_name).write_text(json.dumps(catalog.to_json(), indent=2) + "\n", encoding="utf-8")
@@ -260,12 +242,46 @@ def init_suite(source: str, folder: Path, fmt: str | None = None, name: str | No
         head = "# A code-free suite (see README.md): no backend; results come from each task's `canned`.\n"
         (target / "suite.yaml").write_text(head + _dump(suite), encoding="utf-8")
         (target / "tasks.yaml").write_text(tasks_text(catalog), encoding="utf-8")
+        (target / "README.md").write_text(_readme(name, folder, catalog, source), encoding="utf-8")
+        load_suite(str(target))  # what was written loads as a suite, before it is moved into place
+    return name
+
+
+def suite_name(folder: Path, name: str | None, force: bool) -> str:
+    """The new suite's name (``folder``'s); ConfigError for a bad name, a file, or a non-empty folder."""
+    from surfbench.bench.importers.common import exists
+
+    name = name or folder.resolve().name
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", name):
+        raise ConfigError(f"{folder}: suite name {name!r} (the folder's name): use letters, digits, '_' and '-'")
+    if name != folder.resolve().name:
+        raise ConfigError(f"--name {name}: suites are found by their folder's name; write into {folder.parent / name}")
+    if exists(folder) and not folder.is_dir():
+        raise ConfigError(f"{folder}: is a file, not a folder")
+    if folder.is_dir() and any(folder.iterdir()) and not force:
+        raise ConfigError(
+            f"{folder}: not empty; choose a new or empty folder, or --force to replace the files init writes"
+        )
+    return name
+
+
+@contextmanager
+def building(folder: Path, name: str) -> Iterator[Path]:
+    """A folder next to ``folder`` with configs/suite/NAME.yaml to write in; moved into place, else removed."""
+    parent = folder.resolve().parent
+    made = next((p for p in reversed([parent, *parent.parents]) if not p.exists()), None)  # removed on failure
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{name}.init-", dir=parent))
+    except OSError as exc:
+        raise ConfigError(f"{folder}: cannot create it: {exc.strerror or exc}") from None
+    try:
+        target = work / name
         (target / "configs" / "suite").mkdir(parents=True)
         (target / "configs" / "suite" / f"{name}.yaml").write_text(
             f"# {folder.resolve()} (see its README.md)\nname: {name}\n", encoding="utf-8"
         )
-        (target / "README.md").write_text(_readme(name, folder, catalog, source), encoding="utf-8")
-        load_suite(str(target))  # what was written loads as a suite, before it is moved into place
+        yield target
         _move_into(target, folder)
         made = None
     except OSError as exc:
@@ -274,7 +290,6 @@ def init_suite(source: str, folder: Path, fmt: str | None = None, name: str | No
         if made is not None:
             shutil.rmtree(made, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
-    return name
 
 
 def _move_into(built: Path, folder: Path) -> None:
@@ -322,8 +337,11 @@ def argument_problems(suite: Any) -> dict[str, str]:
     return found
 
 
-def oracle_failures(target: str) -> tuple[int, dict[str, str]]:
-    """Replay every task of the suite with the scripted oracle (surface ``full``); (tasks run, why each failed)."""
+def oracle_failures(target: str, calls: dict[str, list[dict[str, Any]]] | None = None) -> tuple[int, dict[str, str]]:
+    """Replay every task of the suite with the scripted oracle (surface ``full``); (tasks run, why each failed).
+
+    ``calls``: filled with each task's calls that reached the backend (op, ok, result), in order.
+    """
     from surfbench.bench.models import ModelPool
     from surfbench.bench.models.scripted import OracleClient
     from surfbench.bench.results import RunStore, load_runs
@@ -336,22 +354,33 @@ def oracle_failures(target: str) -> tuple[int, dict[str, str]]:
         store.write_run_info({"cells": []})
         run_cell(cell, ModelPool(None), store, "check", client=OracleClient(target))
         rows = load_runs([store.root]).to_dict("records")
+        made = load_runs([store.root], "calls").to_dict("records")
+    found, task_of = {} if calls is None else calls, {row["episode_key"]: str(row["task_id"]) for row in rows}
+    for call in (c for c in made if c["kind"] == "operation"):  # that reached the backend
+        found.setdefault(task_of[call["episode_key"]], []).append(
+            {"op": call["operation"], "ok": bool(call["backend_ok"]), "result": call["result"]}
+        )
     failed = {}
-    for row in rows:
-        if not row["success"]:
-            why = [str(f) for f in (row.get("failures") or [])] or [str(row.get("error") or "not solved")]
-            failed[str(row["task_id"])] = "; ".join(why)
+    for row in (r for r in rows if not r["success"]):  # failures: a JSON list as the table holds it
+        why = json.loads(row["failures"]) if isinstance(row.get("failures"), str) else row.get("failures") or []
+        failed[str(row["task_id"])] = "; ".join(map(str, why)) or str(row.get("error") or "not solved")
     return len(rows), failed
 
 
-def check_suite(target: str) -> tuple[int, int, list[str]]:
-    """(tasks, tasks the oracle solves, one line per problem) for a suite folder or name."""
+def check_suite(target: str, live: dict[str, Any] | None = None) -> tuple[int, int, list[str]]:
+    """(tasks, tasks the oracle solves, one line per problem) for a suite folder or name.
+
+    ``live``: for a suite over a live MCP server, filled with its ``server`` and each task's oracle ``calls``.
+    """
     from surfbench.bench.suite import load_suite
 
     suite = load_suite(target)  # a malformed file: SuiteError, one line naming the file, task and field
     # a loader's tasks are another benchmark's data, imported as they are (bench.suite): their arguments aren't ours
     problems = argument_problems(suite) if getattr(suite, "preset_catalog", None) is None else {}
-    ran, failed = oracle_failures(target)
+    calls: dict[str, list[dict[str, Any]]] = {t.id: [] for t in suite.tasks}
+    ran, failed = oracle_failures(target, calls)
+    if live is not None and suite.mcp is not None:  # what the live server answered (bench.scaffold_mcp)
+        live.update(server=suite.mcp.server.label, calls=calls)
     lines = list(problems.values())
     source = {t.id: t.source for t in suite.tasks}
     lines += [
@@ -362,38 +391,8 @@ def check_suite(target: str) -> tuple[int, int, list[str]]:
     return ran, ran - len(failed), lines
 
 
-def _init(args: Any) -> int:
-    folder = Path(args.dir)
-    name = init_suite(args.catalog, folder, fmt=args.format, name=args.name, force=args.force)
-    print(f"wrote suite {name!r} in {folder} (see {folder / 'README.md'}); check it: surfbench check {folder}")
-    return 0
-
-
-def _check(args: Any) -> int:
-    ran, solved, lines = check_suite(args.suite)
-    for line in lines:
-        print(f"surfbench: check: {line}", file=sys.stderr)
-    name = Path(args.suite).name if Path(args.suite).is_dir() else args.suite.partition(":")[0]
-    if name not in group_names("suite") and not (Path(args.suite) / "configs" / "suite" / f"{name}.yaml").is_file():
-        print(f"note: no configs/suite/{name}.yaml in SURFBENCH_CONFIGS: `surfbench run suite={name}` needs one")
-    if lines:
-        print(f"{len(lines)} problem(s): {ran} tasks, oracle solves {solved}/{ran}")
-        return 2
-    print(f"ok: {ran} tasks, oracle solves {solved}/{ran}")
-    return 0
-
-
 def add_commands(sub: Any) -> None:
-    """The ``init`` and ``check`` subcommands, on the ``surfbench`` parser's subparsers."""
-    p = sub.add_parser("init", help="write a code-free suite for a catalog: suite.yaml, tasks.yaml, config, README")
-    p.add_argument("dir", metavar="DIR", help="the new suite's folder (its name is the suite's)")
-    p.add_argument(
-        "--catalog", required=True, help="catalog file (OpenAI/Anthropic/MCP/OpenAPI/BFCL/native) or module:attr"
-    )
-    p.add_argument("--format", default=None, help="catalog format when it cannot be guessed")
-    p.add_argument("--name", default=None, help="suite name (default and only choice: DIR's name)")
-    p.add_argument("--force", action="store_true", help="write into a non-empty DIR, replacing the files init writes")
-    p.set_defaults(func=_init)
-    p = sub.add_parser("check", help="validate a suite: schemas, expected calls, and an oracle replay of every task")
-    p.add_argument("suite", metavar="DIR_OR_NAME", help="a suite folder, or a suite's name")
-    p.set_defaults(func=_check)
+    """The ``init`` and ``check`` subcommands (their command line: bench/scaffold_mcp.py)."""
+    from surfbench.bench.scaffold_mcp import add_commands as add
+
+    add(sub)
