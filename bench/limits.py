@@ -147,6 +147,20 @@ def original_names(source: str) -> dict[str, str]:
     return {safe: original for original, safe in _NAME_MAPS.get(source, {}).items()}
 
 
+def recorded_originals(cells: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Valid -> original tool name, from the ``name_map`` each run's cells recorded (run.json).
+
+    The results tables hold the valid names (what the model saw and called); reports and gates show
+    the catalog's own names through this. Cells without a map (no name was changed) add nothing.
+    """
+    out: dict[str, str] = {}
+    for cell in cells:
+        mapping = cell.get("name_map") if isinstance(cell, Mapping) else None
+        if isinstance(mapping, Mapping):
+            out.update({str(safe): str(original) for original, safe in mapping.items()})
+    return out
+
+
 @dataclass(frozen=True)
 class FitPrediction:
     """Whether the first request of an episode fits the model's context window (from static counts)."""
@@ -164,10 +178,16 @@ class FitPrediction:
         return self.context_window is None or self.prompt_tokens + self.reserved <= self.context_window
 
     def why(self) -> str:
-        """One line for the record and the report."""
+        """One line for the record and the report.
+
+        It names its error type, ``context_overflow``: the scorer types an episode's error by that word
+        (``bench.scorer.is_context_overflow``), so a cell that does not fit is never a harness error
+        (nor retaken by ``retry_errors``).
+        """
         return (
             f"does not fit: first request at least {self.prompt_tokens:,} prompt tokens (o200k estimate) + "
-            f"{self.reserved:,} reserved for the answer > context window {self.context_window or 0:,}"
+            f"{self.reserved:,} reserved for the answer > context window {self.context_window or 0:,}; "
+            "not sent (context_overflow)"
         )
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from surfbench.bench.scorer import is_context_overflow
+from surfbench.bench.scorer import does_not_fit, is_context_overflow
 from surfbench.bench.tables import CellSummary
 
 MetricKind = Literal["pct", "num", "count", "usd"]
@@ -137,7 +137,10 @@ def summarize_cell(rows: list[Mapping[str, Any]]) -> CellSummary:
         # runs recorded before stuck detection have no such column: unknown, not 0
         stuck_rate=_mean(None if _missing(r.get("stuck")) else float(bool(r["stuck"])) for r in rows),
         harness_errors=sum(1 for r in rows if r.get("error") and not is_context_overflow(r.get("error"))),
-        context_overflows=sum(1 for r in rows if is_context_overflow(r.get("error"))),
+        context_overflows=sum(
+            1 for r in rows if is_context_overflow(r.get("error")) and not does_not_fit(r.get("error"))
+        ),
+        does_not_fit=sum(1 for r in rows if does_not_fit(r.get("error"))),
         **_cost_fields(rows),
     )
 
@@ -229,6 +232,8 @@ def format_summary(summary: CellSummary) -> str:
         lines.append(f"stuck                  {show(summary, 'stuck_rate')} of episodes (same failing call 3x)")
     if summary.context_overflows:
         lines.append(f"context overflows      {summary.context_overflows} (the conversation outgrew the model)")
+    if summary.does_not_fit:
+        lines.append(f"does not fit           {summary.does_not_fit} (first request over the context window: not sent)")
     if summary.harness_errors:
         lines.append(f"harness errors         {summary.harness_errors}")
     return "\n".join(lines)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from surfbench.bench.runner import Cell, ProgressFn
+from surfbench.bench.scorer import does_not_fit
 
 
 def _eta(seconds: float) -> str:
@@ -43,7 +44,9 @@ def outcome(episode: Mapping[str, Any], width: int = 90) -> str:
         return "solved"
     failures = list(episode.get("failures") or [])
     types = list(episode.get("error_types") or [])
-    if episode.get("error"):
+    if episode.get("error") and does_not_fit(str(episode["error"])):
+        why = str(episode["error"])  # never sent: not a harness error
+    elif episode.get("error"):
         why = f"harness error: {episode['error']}"
     elif failures:
         why = str(failures[0]) + (f" (+{len(failures) - 1} more)" if len(failures) > 1 else "")

@@ -88,7 +88,7 @@ def choice_sections(data: ReportData) -> list[str]:
         parts.append(
             "## Alternatives picked (`one_of`)\n\nPer expected call with alternatives: the episodes whose first "
             "attempt called each alternative (`none`: no alternative was called).\n\n"
-            + _md(*picks_table(data.picks, _column_order))
+            + _md(*picks_table(data.picks, _column_order, data.originals))
         )
     if data.access:
         parts.append(
@@ -144,7 +144,8 @@ def html_page(data: ReportData, images: dict[str, str]) -> str:
 def _html_choices(data: ReportData) -> str:
     out = ""
     if data.picks:
-        out += f"<h2>Alternatives picked (one_of)</h2>{_html_table(*picks_table(data.picks, _column_order))}"
+        picks = _html_table(*picks_table(data.picks, _column_order, data.originals))
+        out += f"<h2>Alternatives picked (one_of)</h2>{picks}"
     if data.access:
         out += f"<h2>First-try accuracy: read vs write</h2>{_html_table(ACCESS_HEAD, access_table(data.access))}"
     return out

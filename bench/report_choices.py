@@ -69,15 +69,20 @@ def alternative_picks(frame: Any, suites: Mapping[str, Suite]) -> list[Alternati
 
 
 def picks_table(
-    entries: Iterable[AlternativePicks], order: Callable[[tuple[str, str]], Any] | None = None
+    entries: Iterable[AlternativePicks],
+    order: Callable[[tuple[str, str]], Any] | None = None,
+    originals: Mapping[str, str] | None = None,
 ) -> tuple[list[str], list[list[str]]]:
     """Rows: suite, task (``#i`` when a task has several), alternatives; then per surface x model the picks.
 
     ``order``: the sort key of the (surface, model) columns; default: by model, then surface.
+    ``originals``: valid -> original operation name (the runs' ``name_map``): names are shown as the catalog
+    spells them.
     """
     entries = list(entries)
     columns = sorted({col for e in entries for col in e.picks}, key=order or (lambda sm: (sm[1], sm[0])))
     several = {(e.suite, e.task_id) for e in entries if e.index > 0}
+    shown = originals or {}
     head = ["suite", "task", "alternatives"] + [f"{s} / {m}" for s, m in columns]
     rows = []
     for e in entries:
@@ -86,8 +91,8 @@ def picks_table(
         for col in columns:
             counts = e.picks.get(col, {})
             names = [*e.alternatives, *sorted(set(counts) - set(e.alternatives))]
-            cells.append(", ".join(f"{op} {counts.get(op, 0)}" for op in names) if counts else "")
-        rows.append([e.suite, task, " or ".join(e.alternatives), *cells])
+            cells.append(", ".join(f"{shown.get(op, op)} {counts.get(op, 0)}" for op in names) if counts else "")
+        rows.append([e.suite, task, " or ".join(shown.get(op, op) for op in e.alternatives), *cells])
     return head, rows
 
 

@@ -16,6 +16,8 @@ from typing import Any
 from surfbench.bench.compare import Paired, paired_comparisons
 from surfbench.bench.config import ConfigError
 from surfbench.bench.evidence import config_labels, surface_label
+from surfbench.bench.fit import DOES_NOT_FIT_PREFIX
+from surfbench.bench.limits import recorded_originals
 from surfbench.bench.metrics import METRICS, fmt, per_operation, show, summarize_cell
 from surfbench.bench.power import PassK, pass_k
 from surfbench.bench.provenance import load_current
@@ -39,6 +41,8 @@ class CellRow:
     """Mean tools shown on the first step."""
     pass_k: PassK | None = None
     """pass@k and pass^k over the cell's tasks when each ran k > 1 times (else None)."""
+    does_not_fit: int = 0
+    """Episodes not run: their first request could not fit the model's context window (bench.fit)."""
 
 
 @dataclass
@@ -62,6 +66,9 @@ class ReportData:
     """Which alternative of each ``one_of`` expected call models picked (empty: no suite has one)."""
     access: dict[tuple[str, str], dict[str, tuple[int, int]]] = field(default_factory=dict)
     """(surface, model) -> ``read``/``write`` -> first tries (correct, attempts); empty unless asked for."""
+    originals: dict[str, str] = field(default_factory=dict)
+    """Valid -> original operation name where an importer renamed one (the runs' ``name_map``): tables
+    show the catalog's own name (``repos/update-org-ruleset``), the results store keeps the valid one."""
 
 
 def _num(value: Any) -> float:
@@ -87,6 +94,7 @@ def cell_rows(frame: Any) -> list[CellRow]:
                 tool_block_bytes=float(block.mean()) if len(block) else None,
                 tools_shown=float(shown.mean()) if len(shown) else None,
                 pass_k=pass_k(group.to_dict("records")),
+                does_not_fit=int(group["error"].fillna("").astype(str).str.startswith(DOES_NOT_FIT_PREFIX).sum()),
             )
         )
     rows.sort(
@@ -177,6 +185,7 @@ def collect(
         baseline=baseline,
         scripted=scripted,
         notes=[*view.notes, *baseline_notes],
+        originals=recorded_originals([*view.cells(), *view.legacy_cells()]),
     )
 
 
@@ -222,8 +231,14 @@ def _first_try(r: CellRow, _: float | None) -> str:
     return f"{show(s, metric.name)} [{metric.format(s.first_try_ci_low)}, {metric.format(s.first_try_ci_high)}]"
 
 
+def _episodes(r: CellRow, _: float | None) -> str:
+    text = show(r.summary, "episodes")
+    return f"{text} (does not fit: {r.does_not_fit})" if r.does_not_fit else text
+
+
 CELL_COLUMNS = [
-    _key("suite"), _key("model"), _key("mode"), _key("surface"), _metric("episodes"),
+    _key("suite"), _key("model"), _key("mode"), _key("surface"),
+    CellColumn(METRICS["episodes"].label, _episodes),
     CellColumn("tools", lambda r, _: fmt(r.tools_shown)),
     CellColumn("tool block B", lambda r, _: fmt(r.tool_block_bytes)),
     CellColumn("x smaller", _ratio), _metric("prompt_tokens_per_step"),
@@ -315,7 +330,10 @@ def paired_table(data: ReportData) -> list[list[str]]:
 
 
 def per_op_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
-    """First-try (correct/attempts) per operation (rows, hottest first) and surface x model (columns)."""
+    """First-try (correct/attempts) per operation (rows, hottest first) and surface x model (columns).
+
+    Operations are named as their catalog spells them (the runs' ``name_map``), not as the tables store them.
+    """
     columns = sorted(
         data.per_op,
         key=lambda sm: (sm[1], KIND_ORDER.get(sm[0], 9), sm[0]),
@@ -329,7 +347,7 @@ def per_op_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
         for col in columns:
             c, n = data.per_op[col].get(op, (0, 0))
             cells.append(f"{c}/{n}" if n else "")
-        rows.append([op, "hot" if op in data.hot_ops else ""] + cells)
+        rows.append([data.originals.get(op, op), "hot" if op in data.hot_ops else ""] + cells)
     return head, rows
 
 

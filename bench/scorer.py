@@ -221,8 +221,23 @@ def _selection(task: Task, calls: Sequence[CallRecord], errors: list[str], failu
 
 
 def is_context_overflow(error: str | None) -> bool:
-    """Also recognises runs recorded before context overflow had its own error type."""
-    return bool(error) and ("context_overflow" in str(error) or "ContextWindowExceeded" in str(error))
+    """A conversation over the model's context window, sent or predicted (``does not fit: ...``, bench.fit).
+
+    Also recognises runs recorded before context overflow had its own error type.
+    """
+    text = str(error or "")
+    return bool(error) and (
+        "context_overflow" in text or "ContextWindowExceeded" in text or text.startswith(DOES_NOT_FIT_PREFIX)
+    )
+
+
+DOES_NOT_FIT_PREFIX = "does not fit:"
+"""How the error of an episode not run because it could not fit starts (bench.fit writes it)."""
+
+
+def does_not_fit(error: str | None) -> bool:
+    """The episode was never sent: its first request could not fit the model's context window."""
+    return str(error or "").startswith(DOES_NOT_FIT_PREFIX)
 
 
 def _recovery(calls: Sequence[CallRecord]) -> tuple[int, int]:

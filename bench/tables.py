@@ -200,6 +200,9 @@ class CellSummary(Row):
     )
     harness_errors: int = field(metadata=doc("Episodes ended by a harness error (not a context overflow)."))
     context_overflows: int = field(metadata=doc("Episodes whose conversation outgrew the model's context."))
+    does_not_fit: int = field(
+        default=0, metadata=doc("Episodes not run: their first request could not fit the model's context (bench.fit).")
+    )
     cached_share: float | None = field(
         default=None, metadata=doc("Cached prompt tokens / prompt tokens, where the provider reports them.")
     )
