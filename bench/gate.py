@@ -11,18 +11,20 @@ A criteria file (``configs/gate/*.yaml``)::
       - {kind: prompt_tokens_ratio_max, value: 1.0, on_fail: revise}
       - {kind: first_try_drop_max, value: 0.05, on_fail: close}
       - {kind: round_trips_ratio_max, value: 1.5, on_fail: revise}
+      - {kind: round_trips_ratio_max, value: 0.7, tasks: {tags: [multi]}}   # only tasks tagged multi
 
-Each criterion is judged ``pass``, ``fail`` or ``inconclusive`` (an interval that straddles the
-threshold, or a drop criterion whose baseline is already at or below the allowed drop, so that no
-drop could be seen), ``underpowered`` (inconclusive, and the threshold is below the comparison's
-minimum detectable difference at 80% power (bench.power), with the paired N that would suffice), or
-``no evidence``: the runs hold nothing the criterion measures (a help-size criterion on a surface
-without help payloads, a ratio whose baseline cell is missing, no paired tasks). Missing evidence is
-never a pass: it counts like inconclusive.
-Per candidate and model: any decisive ``fail`` with ``on_fail: close`` -> close; else any fail,
-inconclusive, underpowered or no evidence -> revise; else ship. A candidate's decision is its worst
-over models. Exit code: 0 if some candidate ships, 1 if the best is revise, 2 if all close, and 2 with
-one error line (no table) when the criteria file or a run cannot be read.
+A criterion with ``tasks: {tags: [...]}`` is judged on the episodes of tasks carrying at least one of those tags (both
+sides, so a ratio and a pairing compare the same tasks); its name in the table says so.
+Each criterion is judged ``pass``, ``fail`` or ``inconclusive`` (an interval that straddles the threshold, or a drop
+criterion whose baseline is already at or below the allowed drop, so that no drop could be seen), ``underpowered``
+(inconclusive, and the threshold is below the comparison's minimum detectable difference at 80% power (bench.power),
+with the paired N that would suffice), or ``no evidence``: the runs hold nothing the criterion measures (a help-size
+criterion on a surface without help payloads, a ratio whose baseline cell is missing, no paired tasks). Missing
+evidence is never a pass: it counts like inconclusive.
+Per candidate and model: any decisive ``fail`` with ``on_fail: close`` -> close; else any fail, inconclusive,
+underpowered or no evidence -> revise; else ship. A candidate's decision is its worst over models. Exit code: 0 if
+some candidate ships, 1 if the best is revise, 2 if all close, and 2 with one error line (no table) when the criteria
+file or a run cannot be read.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import yaml
 from surfbench.bench.compare import Paired, paired_comparisons
 from surfbench.bench.config import ConfigError
 from surfbench.bench.evidence import surface_label
+from surfbench.bench.limits import recorded_originals
 from surfbench.bench.metrics import METRICS, Metric, summarize_cell
 from surfbench.bench.provenance import RunView, load_current
 from surfbench.bench.tables import CellSummary
@@ -66,7 +69,7 @@ KINDS: dict[str, CriterionKind] = {
     "success_drop_max": CriterionKind("success_rate", "drop"),
 }
 DROP_KINDS = tuple(name for name, kind in KINDS.items() if kind.test == "drop")
-CRITERION_KEYS = ("kind", "value", "on_fail")
+CRITERION_KEYS = ("kind", "value", "on_fail", "tasks")
 NO_EVIDENCE = "no evidence"
 DECISIONS = ("ship", "revise", "close")
 EXIT = {"ship": 0, "revise": 1, "close": 2}
@@ -79,6 +82,13 @@ class Criterion:
     kind: str
     value: float
     on_fail: str = "revise"
+    tags: tuple[str, ...] = ()
+    """Judge only the episodes of tasks with one of these tags (``tasks: {tags: [...]}``); () = every task."""
+
+    @property
+    def label(self) -> str:
+        """The criterion's name in the table: its kind, and the tasks it is judged on when filtered."""
+        return f"{self.kind} [tasks tagged {'/'.join(self.tags)}]" if self.tags else self.kind
 
 
 @dataclass(frozen=True)
@@ -178,7 +188,15 @@ def _criterion(path: Path, i: int, raw: Any) -> Criterion:
     on_fail = raw.get("on_fail", "revise")
     if on_fail not in ("revise", "close"):
         raise ConfigError(f"{where}.on_fail: {on_fail!r} must be revise or close")
-    return Criterion(str(kind), float(value), str(on_fail))
+    tasks = raw.get("tasks")
+    tags = tasks.get("tags") if isinstance(tasks, Mapping) and set(tasks) == {"tags"} else None
+    if tasks is not None and (not isinstance(tags, list) or not tags or not all(isinstance(t, str) for t in tags)):
+        raise ConfigError(f"{where}.tasks: {tasks!r} must be {{tags: [TAG, ...]}}, e.g. {{tags: [multi]}}")
+    return Criterion(str(kind), float(value), str(on_fail), tuple(tags or ()))
+
+
+def _cell(frame: Any, surface: str, model: str) -> CellSummary:
+    return summarize_cell(frame[(frame["surface"] == surface) & (frame["model"] == model)].to_dict("records"))
 
 
 def _hot_ops(suites: set[str], k: int | None) -> set[str] | None:
@@ -222,7 +240,8 @@ def _help_sizes(view: RunView, candidate: str) -> tuple[dict[str, int], list[str
             )
         surface = build_surface(catalog, str(resolved["kind"]), dict(resolved["params"]), name=str(resolved["name"]))
         used.append(f"{candidate}: kind {resolved['kind']}, params {json.dumps(resolved['params'], sort_keys=True)}")
-        sizes.update(_payload_sizes(surface))
+        back = recorded_originals([cell])  # shown under the catalog's own names (run.json's name_map)
+        sizes.update({back.get(name, name): size for name, size in _payload_sizes(surface).items()})
     for cell in view.legacy_cells():  # recorded before run.json kept the resolved config: today's file
         if cell.get("surface") != candidate or any(u.startswith(f"{candidate}:") for u in used):
             continue
@@ -251,7 +270,12 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
     if missing:
         raise ConfigError(f"candidate surface(s) {missing} not in the runs")
     hot = _hot_ops(set(frame["suite"]), spec.get("hot_operations"))
-    paired = {(p.candidate, p.model): p for p in paired_comparisons(frame, baseline, hot)}
+    # a criterion with tasks: {tags: [...]} sees only the episodes of tasks carrying one of its tags
+    tags = [set(json.loads(t) if isinstance(t, str) else t) for t in frame["tags"]]  # stored as JSON text
+    subsets = {c.tags: frame[[not c.tags or bool(t & set(c.tags)) for t in tags]] for c in spec["criteria"]}
+    paired = {
+        (tags, p.candidate, p.model): p for tags, sub in subsets.items() for p in paired_comparisons(sub, baseline, hot)
+    }
     verdicts: list[Verdict] = []
     per_model: dict[tuple[str, str], str] = {}
     configs: list[str] = []
@@ -259,10 +283,11 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
         helps, used = _help_sizes(view, cand)
         configs += used
         for model in sorted(set(frame[frame["surface"] == cand]["model"])):
-            base = summarize_cell(frame[(frame["surface"] == baseline) & (frame["model"] == model)].to_dict("records"))
-            mine = summarize_cell(frame[(frame["surface"] == cand) & (frame["model"] == model)].to_dict("records"))
-            pair = paired.get((cand, model))
-            got = [_verdict(c, cand, model, base, mine, pair, helps) for c in spec["criteria"]]
+            cells = {tags: (_cell(sub, baseline, model), _cell(sub, cand, model)) for tags, sub in subsets.items()}
+            got = [
+                _verdict(c, cand, model, *cells[c.tags], paired.get((c.tags, cand, model)), helps)
+                for c in spec["criteria"]
+            ]
             verdicts += got
             if any(v.outcome == "fail" and v.on_fail == "close" for v in got):
                 per_model[(cand, model)] = "close"
@@ -283,29 +308,29 @@ def _ratio_verdict(
 ) -> Verdict:
     # the ratio's denominator: the baseline's value, or the candidate's for a higher-is-better metric
     if mine is None or base is None or not (mine if metric.higher_is_better else base):
-        return Verdict(cand, model, c.kind, c.value, f"{metric.label}: not measured", NO_EVIDENCE, c.on_fail)
+        return Verdict(cand, model, c.label, c.value, f"{metric.label}: not measured", NO_EVIDENCE, c.on_fail)
     ratio = metric.worse_ratio(mine, base)
     outcome = "pass" if ratio <= c.value else "fail"
     observed = f"{metric.label} {mine:,.1f} vs {base:,.1f} = {ratio:.2f}x"
-    return Verdict(cand, model, c.kind, c.value, observed, outcome, c.on_fail)
+    return Verdict(cand, model, c.label, c.value, observed, outcome, c.on_fail)
 
 
 def _limit_verdict(c: Criterion, cand: str, model: str, metric: Metric, helps: dict[str, int]) -> Verdict:
     if not helps:
         # nothing to measure is not a measurement within the budget
-        return Verdict(cand, model, c.kind, c.value, "surface has no help payloads", NO_EVIDENCE, c.on_fail)
+        return Verdict(cand, model, c.label, c.value, "surface has no help payloads", NO_EVIDENCE, c.on_fail)
     worst = max(helps, key=lambda n: metric.worsening(helps[n]))
     beyond = sum(1 for size in helps.values() if metric.worsening(size) > metric.worsening(c.value))
     outcome = "pass" if metric.worsening(helps[worst]) <= metric.worsening(c.value) else "fail"
     extreme, side = ("smallest", "under") if metric.higher_is_better else ("largest", "over")
     observed = f"{extreme} {helps[worst]:,} B ({worst}); {beyond} of {len(helps)} {side}"
-    return Verdict(cand, model, c.kind, c.value, observed, outcome, c.on_fail)
+    return Verdict(cand, model, c.label, c.value, observed, outcome, c.on_fail)
 
 
 def _drop_verdict(c: Criterion, cand: str, model: str, metric: Metric, pair: Paired | None) -> Verdict:
     d = pair.delta(metric.name) if pair is not None else None
     if pair is None or d is None or d.delta is None or d.low is None or d.high is None:
-        return Verdict(cand, model, c.kind, c.value, f"no paired {metric.label}", NO_EVIDENCE, c.on_fail)
+        return Verdict(cand, model, c.label, c.value, f"no paired {metric.label}", NO_EVIDENCE, c.on_fail)
     # oriented so that positive is worse: a drop for a higher-is-better metric, a rise otherwise
     drop = metric.worsening(d.delta)
     worst, best = sorted((metric.worsening(d.low), metric.worsening(d.high)), reverse=True)
@@ -328,7 +353,7 @@ def _drop_verdict(c: Criterion, cand: str, model: str, metric: Metric, pair: Pai
             f"; baseline {'only' if metric.higher_is_better else 'already'} {100 * shown:.0f}%: a {word} cannot show"
         )
         outcome = "inconclusive"
-    return Verdict(cand, model, c.kind, c.value, observed, outcome, c.on_fail)
+    return Verdict(cand, model, c.label, c.value, observed, outcome, c.on_fail)
 
 
 def _verdict(
