@@ -221,7 +221,7 @@ def calls_check(task: Task, trace: EpisodeTrace, context: CheckContext) -> Check
         return CheckResult("calls", None)
     why = _calls_matched(task, context.executed)
     errors: tuple[str, ...] = ()  # an unmatched call already has its first try's error type
-    made = len(trace.calls)
+    made = sum(1 for c in trace.calls if c.meta != "code")  # code mode's run_code only carries the calls it makes
     if why is None and task.exact_calls and made != len(task.expected):
         why = f"expected exactly {len(task.expected)} call(s), the model made {made}"
         errors = ("unexpected_call" if made > len(task.expected) else "missing_call",)
