@@ -1,12 +1,13 @@
 """The retrieval funnel and the scale axis of a report, from recorded runs.
 
-For the retrieval surfaces (``preselect``, ``search``, ``lazy``) each episode's funnel is: were the
-task's expected operations among what the surface showed or returned (retrieved, recall), at what rank
-(MRR), then did the model pick the right one (selection), with right arguments (first try), and did
-the task succeed. ``preselect``'s shown set is recomputed exactly (retrieval is deterministic: the
-cell's surface parameters over the cell's catalog, grown as run.json records); ``search``'s returned
-operations are read from its search results in calls.parquet, ``lazy``'s from its load calls. An
-episode that showed nothing at all is counted and named (zero shown): retrieval, not the model, failed.
+For the retrieval surfaces (``preselect``, ``search``, ``lazy``, and ``code`` with ``sdk: search``) each
+episode's funnel is: were the task's expected operations among what the surface showed or returned
+(retrieved, recall), at what rank (MRR), then did the model pick the right one (selection), with right
+arguments (first try), and did the task succeed. ``preselect``'s shown set is recomputed exactly
+(retrieval is deterministic: the cell's surface parameters over the cell's catalog, grown as run.json
+records); ``search``'s returned operations are read from its search results in calls.parquet, ``lazy``'s
+from its load calls, code mode's from the stubs ``search_api`` returned inside the program. An episode
+that showed nothing at all is counted and named (zero shown): retrieval, not the model, failed.
 
 The scale axis: each cell's catalog size (the suite's, or ``catalog.grow``), from run.json.
 """
@@ -22,8 +23,9 @@ from typing import Any
 
 from surfbench.bench.retrieval_eval import expected_ops
 
-RETRIEVAL_KINDS = ("preselect", "search", "lazy")
+RETRIEVAL_KINDS = ("preselect", "search", "lazy", "code")  # code: its search variant (search_api in the program)
 _RETURNED = re.compile(r'\{"name":\s*"([^"]+)"')
+_STUB = re.compile(r"^def (\w+)\(", re.MULTILINE)  # the stubs search_api returns inside a program
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,8 @@ def shown_operations(kind: str, surface: Any, task: Any, calls: Sequence[dict[st
     for call in calls:
         if kind == "search" and call.get("meta") == "search":
             names += _RETURNED.findall(str(call.get("result") or ""))
+        elif kind == "code" and call.get("meta") == "search":  # SDK function names back to operations
+            names += [surface.names.operation.get(n, n) for n in _STUB.findall(str(call.get("result") or ""))]
         elif kind == "lazy" and call.get("meta") == "load":
             args = _args(call.get("arguments"))
             cats = {str(c) for c in args.get("categories") or []}
@@ -129,6 +133,8 @@ def funnel_rows(runs: Sequence[str | Path], frame: Any, infos: dict[str, dict[st
         if surface_id not in surfaces:
             spec = cell.get("identity", {}).get("surface", {})
             surfaces[surface_id] = build_surface(catalog, ep["surface_kind"], spec.get("params"), name=ep["surface"])
+        if ep["surface_kind"] == "code" and getattr(surfaces[surface_id], "sdk", None) != "search":
+            continue  # code mode without search_api retrieves nothing: not a funnel row
         shown = shown_operations(ep["surface_kind"], surfaces[surface_id], task, by_episode.get(ep["episode_key"], []))
         position = {name: i + 1 for i, name in enumerate(shown)}
         expected = expected_ops(task)

@@ -16,6 +16,7 @@ from surfbench.bench.results import RunStore, load_runs
 from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
 from surfbench.bench.sandbox.box import bwrap_path
 from surfbench.bench.suite import load_suite
+from surfbench.bench.suite_model import Task
 
 pytestmark = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap (bwrap) is not installed")
 
@@ -34,11 +35,14 @@ class SuiteCodeOracle:
         if any(m["role"] == "tool" for m in request.messages):
             words = task.answer.get("contains", []) + task.answer.get("any_of", [])[:1]
             return with_usage(text_turn(" ".join(map(str, words)) or "Done."), request)
+        return with_usage(call_turn(("run_code", {"code": self.program(task)})), request)
+
+    def program(self, task: Task) -> str:
         lines = []
         for e in task.expected:
             args = dict(e.oracle_args) if e.oracle_args is not None else example_args(e.args)
             lines.append(f"print({e.op}(**{args!r}))")
-        return with_usage(call_turn(("run_code", {"code": "\n".join(lines)})), request)
+        return "\n".join(lines)
 
 
 def multi_call_tasks(suite: str, first: int = 10) -> tuple[str, ...]:
@@ -74,3 +78,37 @@ def test_a_multi_call_task_is_one_program_and_one_round_trip_on_every_catalog_su
     calls = load_runs([tmp_path / "run"], table="calls")
     expected = {e.op for t in load_suite(suite).tasks if t.id in tasks for e in t.expected}
     assert set(calls["operation"].dropna()) == expected
+
+
+class SearchingOracle(SuiteCodeOracle):
+    """Searches the SDK with the request first (search_api), then makes the expected calls."""
+
+    def program(self, task: Task) -> str:
+        return f"print(search_api({task.turns[0]!r}))\n" + super().program(task)
+
+
+def test_the_funnel_reads_what_search_api_returned_inside_the_program(tmp_path: Path):
+    from surfbench.bench.funnel import funnel_rows
+    from surfbench.bench.provenance import load_current
+    from surfbench.bench.retrieval_eval import expected_ops
+    from surfbench.surfaces import build_surface
+
+    suite = load_suite("notes_mcp")
+    store = RunStore(tmp_path / "run", commit_interval_s=0.5)
+    store.prepare()
+    cells = [resolve_cell(CellSpec("notes_mcp", s, "qwen2.5-coder-0.5b-instruct", split="all")) for s in
+             ("code_search", "code")]  # fmt: skip
+    store.write_run_info({"cells": [{**c.provenance(), "provider": "scripted"} for c in cells]})
+    for cell in cells:
+        run_cell(cell, ModelPool(None), store, "oracle", client=SearchingOracle("notes_mcp"))
+    view = load_current([tmp_path / "run"])
+    rows = funnel_rows([tmp_path / "run"], view.frame, view.infos)
+    assert [r.surface for r in rows] == ["code_search"]  # code mode without search_api retrieves nothing
+    # recall recomputed independently: the operations search_api ranks for each task's request
+    surface = build_surface(suite.catalog, "code", cells[0].surface_cfg.params)
+    tasks = [t for t in suite.tasks if t.expected]
+    found = [
+        len(set(expected_ops(t)) & {op.name for op in surface.search(t.turns[0])}) / len(expected_ops(t)) for t in tasks
+    ]
+    assert rows[0].episodes == len(tasks) and rows[0].retrieved == pytest.approx(sum(found) / len(found))
+    assert rows[0].retrieved > 0
