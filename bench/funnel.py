@@ -184,7 +184,8 @@ def funnel_section(runs: Sequence[str | Path]) -> list[str]:
     head = "| " + " | ".join(FUNNEL_HEAD) + " |\n|" + "---|" * len(FUNNEL_HEAD)
     body = "\n".join("| " + " | ".join(cells) + " |" for cells in funnel_table(rows))
     return [
-        "## Retrieval funnel (preselect, search, lazy, code with search_api)\n\nPer cell: share of expected operations the surface "
+        "## Retrieval funnel (preselect, search, lazy, code with search_api)\n\n"
+        "Per cell: share of expected operations the surface "
         "showed or returned (retrieved), their mean reciprocal rank, then selection, first-try arguments and "
         "success. Zero shown: episodes in which the surface showed or returned no operation at all "
         f"(retrieval failed, not the model).\n\n{head}\n{body}"
