@@ -31,9 +31,17 @@ def alive(pid: int) -> bool:
         return False
 
 
+def default_sigint() -> None:
+    """A harness started from a background job inherits SIGINT ignored (POSIX), and Python then keeps
+    ignoring it: give the child the default disposition, as a terminal's Ctrl-C would find it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
 def test_killing_the_harness_stops_the_server_and_its_guard(signum: signal.Signals):
-    harness = subprocess.Popen([sys.executable, "-c", HARNESS], stdout=subprocess.PIPE, text=True)
+    harness = subprocess.Popen(
+        [sys.executable, "-c", HARNESS], stdout=subprocess.PIPE, text=True, preexec_fn=default_sigint
+    )
     try:
         assert harness.stdout is not None
         server_pid, guard_pid = map(int, harness.stdout.readline().split())

@@ -41,6 +41,12 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+def default_sigint() -> None:
+    """A harness started from a background job inherits SIGINT ignored (POSIX), and Python then keeps
+    ignoring it: give the child the default disposition, as a terminal's Ctrl-C would find it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_no_server_left_after_signal(sig: int, tmp_path: Path):
     require_local_model(MODEL)
@@ -51,7 +57,9 @@ def test_no_server_left_after_signal(sig: int, tmp_path: Path):
     log = tmp_path / "harness.log"
     # output goes to a file, not a pipe nobody reads: a full pipe would block the harness mid-write
     with log.open("w") as out:
-        harness = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True)
+        harness = subprocess.Popen(
+            cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True, preexec_fn=default_sigint
+        )
     try:
         deadline = time.monotonic() + 120
         servers: list[int] = []
