@@ -1,11 +1,10 @@
 """``surfbench init`` (a code-free suite for any importable catalog) and ``surfbench check`` (validate one).
 
-``init`` writes DIR/suite.yaml, DIR/tasks.yaml, a copy of the catalog, DIR/configs/suite/<name>.yaml
-(the registration ``surfbench run suite=<name>`` needs) and DIR/README.md. Everything is built in a
-temporary folder next to DIR, loaded back as a suite, and only then moved into place: an error leaves
-nothing behind. ``check`` loads a suite (the load-time checks of bench.suite), validates the arguments
-the oracle would send for each expected call against the operation's schema, and replays every task
-with the scripted oracle model through the real loop, scorer and store.
+``init`` writes DIR/suite.yaml, DIR/tasks.yaml, a copy of the catalog, DIR/configs/suite/<name>.yaml (the registration
+``surfbench run suite=<name>`` needs) and DIR/README.md. Everything is built in a temporary folder next to DIR, loaded
+back as a suite, and only then moved into place: an error leaves nothing behind. ``check`` loads a suite (the
+load-time checks of bench.suite), validates the arguments the oracle would send for each expected call against the
+operation's schema, and replays every task with the scripted oracle model through the real loop, scorer and store.
 """
 
 from __future__ import annotations
@@ -109,6 +108,12 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", name).lower()).strip("-") or "task"
 
 
+def smoke_turn(op: Operation) -> str:
+    """The runnable example task's request: the operation's summary and its required placeholder values."""
+    given = ", ".join(f"{k} {json.dumps(v)}" for k, v in required_args(op).items())
+    return f"{(op.summary or op.name).rstrip('.')}{f' ({given})' if given else ''}."
+
+
 def _task(op: Operation, task_id: str, turn: str, canned: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": task_id,
@@ -159,10 +164,7 @@ def tasks_text(catalog: Catalog) -> str:
     runnable = []
     op = _working_op(catalog, chosen)
     if op is not None:
-        args = required_args(op)
-        given = ", ".join(f"{k} {json.dumps(v)}" for k, v in args.items())
-        turn = f"{(op.summary or op.name).rstrip('.')}{f' ({given})' if given else ''}."
-        task = _task(op, f"smoke-{_slug(op.name)}", turn, {"result": CANNED_WORD})
+        task = _task(op, f"smoke-{_slug(op.name)}", smoke_turn(op), {"result": CANNED_WORD})
         runnable.append({**task, "answer": {"contains": [CANNED_WORD]}})
     runnable.append(
         {

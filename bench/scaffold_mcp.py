@@ -10,7 +10,6 @@ and ``check`` (for a live suite, ``check`` says per task what the oracle's calls
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import sys
@@ -33,7 +32,7 @@ from surfbench.bench.scaffold import (
     check_suite,
     example_operations,
     init_suite,
-    required_args,
+    smoke_turn,
     suite_name,
 )
 
@@ -133,10 +132,7 @@ def tasks_text(catalog: Catalog) -> str:
     runnable = []
     op = _runnable_op(catalog, chosen)
     if op is not None:
-        args = required_args(op)
-        given = ", ".join(f"{k} {json.dumps(v)}" for k, v in args.items())
-        turn = f"{(op.summary or op.name).rstrip('.')}{f' ({given})' if given else ''}."
-        task = _task(op, f"smoke-{_slug(op.name)}", turn, {})
+        task = _task(op, f"smoke-{_slug(op.name)}", smoke_turn(op), {})
         del task["canned"]
         runnable.append(task)
         marked = "marked read-only" if op.read_only else "NOT marked read-only (readOnlyHint) by the server"
