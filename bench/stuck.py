@@ -4,8 +4,9 @@ Definitions (shared by the episode loop, which may stop on them, and by ``surfbe
 replays recorded runs with them, so that both agree by construction):
 
 - A step *failed* when one of its tool calls failed (``kind`` ``rejected`` or ``parse_error``,
-  ``schema_valid`` False, or ``backend_ok`` False), or when it made no tool call but had output
-  that claimed one and could not be parsed (``parse_failures`` > 0).
+  ``schema_valid`` False, ``backend_ok`` False, or a program the surface ran, ``meta`` ``code``,
+  ended with an error type: it did not parse, raised, timed out or called nothing), or when it made
+  no tool call but had output that claimed one and could not be parsed (``parse_failures`` > 0).
 - A step's *output* is the list of its tool calls as (tool name, canonical arguments JSON) pairs, in
   order; for a step without tool calls, its text. Canonical arguments: JSON with sorted keys, and
   arguments sent as a JSON string are decoded first (the same call whether wrapped or not).
@@ -39,6 +40,8 @@ from surfbench.bench.records import CallRecord, StepRecord
 
 STUCK_REPEAT = "stuck_repeat"
 """Error type (and ``EpisodeTrace.stopped`` value) of an episode ended by ``stop_on_repeat``."""
+PROGRAM = "code"
+"""``CallRecord.meta`` of a tool call that ran a program (:mod:`surfbench.bench.program`)."""
 STUCK_RUN = 2
 """An episode is ``stuck`` when this many consecutive repeats happened (see the module docstring)."""
 
@@ -76,8 +79,9 @@ def canonical_arguments(arguments: Any) -> str:
 
 
 def call_failed(call: CallRecord) -> bool:
-    """The call did not do what the model asked: rejected, unparseable, schema-invalid or failed in the backend."""
-    return call.kind in ("rejected", "parse_error") or call.schema_valid is False or call.backend_ok is False
+    """The call did not do what the model asked (rejected, unparseable, invalid, failed; a failed program)."""
+    failed = call.kind in ("rejected", "parse_error") or call.schema_valid is False or call.backend_ok is False
+    return failed or (call.meta == PROGRAM and call.error_type is not None)
 
 
 def step_output(step: StepRecord, calls: Sequence[CallRecord]) -> StepOutput:

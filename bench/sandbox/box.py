@@ -125,7 +125,8 @@ class Sandbox:
         self.limits = lim = limits or Limits()
         exe = bwrap_path()
         if exe is None:
-            raise SandboxUnavailable(f"the workspace suite runs commands in a bubblewrap sandbox: {INSTALL_HINT}")
+            why = "the workspace suite and code mode run commands in a bubblewrap sandbox"
+            raise SandboxUnavailable(f"{why}: {INSTALL_HINT}")
         self.bwrap = exe
         self.drop_root = os.geteuid() == 0
         self.uid: int | None = NOBODY if self.drop_root else None

@@ -235,6 +235,19 @@ def test_syntax_error_timeout_and_no_sdk_call_record_their_types_and_the_episode
 
 
 @needs_bwrap
+def test_the_same_failing_program_sent_again_and_again_is_stopped_as_stuck():
+    # a program that does not parse is a failed step: sent three times in a row, stop_on_repeat=2 ends
+    # the episode (the 0.5B model did exactly this for 6 steps before programs counted as failures)
+    script = [run_code("git checkout main && git branch x")] * 3 + [run_code(THREE_CALLS), "Done."]
+    trace, score, _ = episode(script, stop_on_repeat=2)
+    assert trace.stopped == "stuck_repeat" and len(trace.steps) == 3
+    assert "stuck_repeat" in score.error_types and not score.success
+    # a program that fails, then a different one: not a repeat, the episode goes on
+    trace, score, _ = episode([run_code("x = ("), run_code(THREE_CALLS), "Done."], stop_on_repeat=2)
+    assert trace.stopped is None and score.success
+
+
+@needs_bwrap
 def test_index_and_search_variants_answer_inside_the_program():
     code = 'print(describe("issue_comment_create"))'
     trace, _, _ = episode([run_code(code), "ok"], params={"sdk": "index"})
