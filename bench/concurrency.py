@@ -22,6 +22,12 @@ finished; at most ``lookahead`` episodes (running, queued, or finished and waiti
 are uncommitted at any time. A SIGKILL loses those and nothing else: their claims die with the
 process, and the re-run runs each of them once.
 
+**Parked episodes.** ``concurrency=N`` is the number of episodes *in flight against the endpoint*.
+An episode whose call was answered 429 and that sleeps out the ``Retry-After`` has nothing in flight:
+it parks (:func:`park`), giving its episode slot to a queued episode, and takes a slot again when the
+wait is over. So at most N episodes are ever working at once (and the gate keeps at most N calls in
+flight), while a rate-limit wait no longer idles a slot; the pool holds N more threads for parked ones.
+
 **Rate control** (:class:`EndpointGate`): every call to one endpoint passes the gate. Calls in flight
 are capped by an adaptive limit that halves on a burst of 429s (at least half of the last
 :data:`BURST_WINDOW` outcomes) and grows back by one after each ``limit`` successes in a row; optional
@@ -44,6 +50,26 @@ BURST_WINDOW = 16
 """Outcomes looked at to tell a 429 burst (the endpoint is over its limit) from scattered 429s."""
 
 
+_SLOT = threading.local()
+"""The episode slots of the pool the current thread works for (unset outside :func:`in_order`)."""
+
+
+def park(seconds: float) -> None:
+    """Sleep ``seconds`` with the current episode's slot given up (see Parked episodes), then take one again.
+
+    Outside a pool of episodes (``concurrency=1``, tools, tests) this is ``time.sleep``.
+    """
+    slots: threading.Semaphore | None = getattr(_SLOT, "slots", None)
+    if slots is None:
+        time.sleep(seconds)
+        return
+    slots.release()
+    try:
+        time.sleep(seconds)
+    finally:
+        slots.acquire()
+
+
 def in_order(items: Iterable[K], work: Callable[[K], R], concurrency: int, lookahead: int = 0) -> Iterator[tuple[K, R]]:
     """Yield ``(item, work(item))`` in the order of ``items``, with up to ``concurrency`` running at once.
 
@@ -57,9 +83,19 @@ def in_order(items: Iterable[K], work: Callable[[K], R], concurrency: int, looka
             yield item, work(item)
         return
     lookahead = max(lookahead or 4 * concurrency, concurrency)
+    slots = threading.Semaphore(concurrency)
+
+    def slotted(item: K) -> R:  # at most `concurrency` episodes working; parked ones wait outside
+        with slots:
+            _SLOT.slots = slots
+            try:
+                return work(item)
+            finally:
+                _SLOT.slots = None
+
     source = iter(items)
     pending: deque[tuple[K, Future[R]]] = deque()
-    executor = ThreadPoolExecutor(concurrency, thread_name_prefix="surfbench-episode")
+    executor = ThreadPoolExecutor(2 * concurrency, thread_name_prefix="surfbench-episode")
     try:
         exhausted = False
         while True:
@@ -69,7 +105,7 @@ def in_order(items: Iterable[K], work: Callable[[K], R], concurrency: int, looka
                 except StopIteration:
                     exhausted = True
                     break
-                pending.append((item, executor.submit(work, item)))
+                pending.append((item, executor.submit(slotted, item)))
             if not pending:
                 return
             item, future = pending.popleft()

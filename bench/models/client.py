@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from surfbench.bench.concurrency import EndpointGate, EndpointRing
+from surfbench.bench.concurrency import EndpointGate, EndpointRing, park
 from surfbench.bench.models.cache import ResponseCache, request_hash
 from surfbench.bench.models.cost import call_cost, call_usage, prices
 from surfbench.bench.models.parsing import turn_from_output
@@ -306,7 +306,7 @@ class LiteLLMClient:
             delay = min(self.max_backoff_s, self.backoff_s * (2**waits)) * random.uniform(0.5, 1.0)
         with self._lock:
             self.rate_limit_waits += 1
-        time.sleep(delay)
+        park(delay)  # an episode in a pool gives its slot to a queued one while it waits
 
     def _call_once(self, litellm: Any, payload: dict[str, Any], key: str) -> ModelTurn:
         kwargs = dict(payload)

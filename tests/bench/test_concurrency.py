@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.concurrency import EndpointGate, in_order
+from surfbench.bench.concurrency import EndpointGate, in_order, park
 from surfbench.bench.models import ModelPool
 from surfbench.bench.results import RunStore, load_runs
 from surfbench.bench.runner import Cell, CellSpec, episode_order, resolve_cell, run_cell
@@ -154,6 +154,40 @@ def test_in_order_yields_in_item_order_and_raises_at_the_failing_item():
         for item, value in in_order(range(10), work, 4):
             out.append((item, value))
     assert out == [(i, i * i) for i in range(7)]
+
+
+def test_an_episode_waiting_out_a_retry_after_gives_its_slot_to_a_queued_one_and_never_more_than_n_work():
+    # concurrency=2: episode 0 parks (as on a 429's Retry-After); 1 and 2 can only meet at the barrier
+    # if one of them got episode 0's slot while it waited. At no time do more than 2 episodes work.
+    working, most, lock = 0, 0, threading.Lock()
+    met = threading.Barrier(2, timeout=10)
+    zero_done = threading.Event()
+    seen_zero_done: list[bool] = []
+
+    def enter(delta: int) -> None:
+        nonlocal working, most
+        with lock:
+            working += delta
+            most = max(most, working)
+
+    def work(i: int) -> int:
+        enter(1)
+        try:
+            if i == 0:
+                enter(-1)
+                park(1.5)
+                enter(1)
+                zero_done.set()
+            elif i in (1, 2):
+                met.wait()
+                seen_zero_done.append(zero_done.is_set())
+            return i
+        finally:
+            enter(-1)
+
+    assert [i for i, _ in in_order(range(4), work, 2)] == [0, 1, 2, 3]
+    assert seen_zero_done == [False, False]  # 1 and 2 ran together while 0 waited
+    assert most == 2
 
 
 def _surfbench(tmp: Path, configs: Path, *args: str, env: dict[str, str]) -> list[str]:
