@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from surfbench.bench.catalog import Operation
@@ -24,7 +25,7 @@ from surfbench.bench.program import ProgramDispatch
 from surfbench.bench.retrieval import make_retriever
 from surfbench.bench.sandbox.limits import MB, Limits
 from surfbench.bench.sandbox.memcap import memory_cap
-from surfbench.bench.surface import MetaHandler, Session, Surface, ToolCall, ToolSpec, coerce_args
+from surfbench.bench.surface import Dispatch, MetaHandler, Session, Surface, ToolCall, ToolSpec, coerce_args
 from surfbench.surfaces import register
 from surfbench.surfaces._code_calls import CODE_ERRORS, Program
 from surfbench.surfaces._exec import own_schema_error
@@ -40,9 +41,30 @@ PREAMBLE = (
 )
 
 
+class CodeSession(Session):
+    def reject_unshown(self, call: ToolCall) -> Dispatch:
+        """A direct call to an SDK function (a small model's usual slip): still ``not_exposed``, with how to call it."""
+        rejected = super().reject_unshown(call)
+        surface = self.surface
+        assert isinstance(surface, CodeSurface)
+        function = call.name if call.name in surface.names.operation else surface.names.function.get(call.name)
+        if function is None:
+            return rejected
+        args, op_name = coerce_args(call.arguments), surface.names.operation[function]
+        pairs = args.items() if isinstance(args, dict) else ()
+        shown = ", ".join(f"{surface.names.keyword(op_name, str(k))}={v!r}" for k, v in pairs)
+        example = f"print({function}({shown if len(shown) <= 200 else '...'}))"
+        text = (
+            f"'{call.name}' is a function of the Python SDK, not a tool: call it inside a program with "
+            f"{RUN_CODE}, e.g. {RUN_CODE} with code: {example}"
+        )
+        return replace(rejected, text=text)
+
+
 @register
 class CodeSurface(Surface):
     kind = "code"
+    session_class = CodeSession
     allowed_params = frozenset({"sdk", "retriever", "top_n", "timeout_s", "max_calls", "memory_mb", "scratch_mb"})
     error_types: ClassVar[dict[str, str]] = dict(CODE_ERRORS)
 

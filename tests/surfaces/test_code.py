@@ -235,6 +235,27 @@ def test_syntax_error_timeout_and_no_sdk_call_record_their_types_and_the_episode
 
 
 @needs_bwrap
+def test_an_sdk_function_called_as_a_tool_is_not_exposed_and_the_error_shows_the_program_to_send():
+    # the 1.5B model's usual slip in code mode: repo_get called as a tool; nothing runs, the answer teaches
+    task = Task(
+        id="t",
+        turns=("What is the default branch of acme/web?",),
+        expected=(ExpectedCall("repo_get", {"owner": "acme", "repo": "web"}),),
+    )
+    script = [
+        [("repo_get", {"owner": "acme", "repo": "web"})],
+        run_code("print(repo_get(owner='acme', repo='web'))"),
+        "main",
+    ]
+    trace, score, _ = episode(script, task=task)
+    slip, program = trace.calls[0], trace.calls[-1]
+    assert (slip.kind, slip.error_type) == ("rejected", "not_exposed")
+    assert "not a tool" in slip.result and "print(repo_get(owner='acme', repo='web'))" in slip.result
+    assert [c.operation for c in trace.calls if c.kind == "operation"] == ["repo_get"]  # only from the program
+    assert program.tool == "run_code" and program.error_type is None and score.boundary_violations == 1
+
+
+@needs_bwrap
 def test_the_same_failing_program_sent_again_and_again_is_stopped_as_stuck():
     # a program that does not parse is a failed step: sent three times in a row, stop_on_repeat=2 ends
     # the episode (the 0.5B model did exactly this for 6 steps before programs counted as failures)
