@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.concurrency import EndpointGate, in_order, park
+from surfbench.bench.concurrency import BURST_WINDOW, EndpointGate, in_order, park
 from surfbench.bench.models import ModelPool
 from surfbench.bench.results import RunStore, load_runs
 from surfbench.bench.runner import Cell, CellSpec, episode_order, resolve_cell, run_cell
@@ -114,7 +115,7 @@ def test_usage_and_cost_totals_are_exact_with_cached_prompt_tokens(tmp_path: Pat
 
 def test_the_gate_halves_on_a_burst_of_429s_and_grows_back_slowly():
     gate = EndpointGate(16)
-    for _ in range(16):
+    for _ in range(BURST_WINDOW):
         gate.acquire()
         gate.release("rate_limited")
     assert gate.limit == 8 and gate.halvings == 1
@@ -122,6 +123,15 @@ def test_the_gate_halves_on_a_burst_of_429s_and_grows_back_slowly():
         gate.acquire()
         gate.release("ok")
     assert gate.limit == 9  # one more after a full round of successes, not straight back to 16
+    for i in range(200):  # scattered 429s after the burst do not hold the growth back
+        gate.acquire()
+        gate.release("rate_limited" if i % 5 == 0 else "ok")
+    assert gate.limit == 16 and gate.halvings == 1
+    noisy, rng = EndpointGate(32), random.Random(7)
+    for _ in range(5000):  # one call in five limited, at random (completion order): never a burst
+        noisy.acquire()
+        noisy.release("rate_limited" if rng.random() < 0.2 else "ok")
+    assert noisy.halvings == 0
     scattered = EndpointGate(16)
     for i in range(200):  # one call in five limited: scattered 429s are waited out, not a burst
         scattered.acquire()
