@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.concurrency import BURST_WINDOW, EndpointGate, in_order, park
+from surfbench.bench.concurrency import BURST_WINDOW, EndpointGate, EpisodeSlots, in_order, park
 from surfbench.bench.models import ModelPool
 from surfbench.bench.results import RunStore, load_runs
 from surfbench.bench.runner import Cell, CellSpec, episode_order, resolve_cell, run_cell
@@ -198,6 +198,27 @@ def test_an_episode_waiting_out_a_retry_after_gives_its_slot_to_a_queued_one_and
     assert [i for i, _ in in_order(range(4), work, 2)] == [0, 1, 2, 3]
     assert seen_zero_done == [False, False]  # 1 and 2 ran together while 0 waited
     assert most == 2
+
+
+def test_an_episode_back_from_a_wait_gets_the_next_slot_before_a_new_one():
+    slots, order = EpisodeSlots(1), []
+    slots.take()  # one episode working
+
+    def episode(name: str, returning: bool) -> None:
+        slots.take(returning=returning)
+        order.append(name)
+        slots.give()
+
+    new = threading.Thread(target=episode, args=("new", False))
+    new.start()
+    time.sleep(0.2)  # the new episode queues first
+    back = threading.Thread(target=episode, args=("back", True))
+    back.start()
+    time.sleep(0.2)
+    slots.give()
+    new.join(5)
+    back.join(5)
+    assert order == ["back", "new"]
 
 
 def _surfbench(tmp: Path, configs: Path, *args: str, env: dict[str, str]) -> list[str]:
