@@ -16,6 +16,7 @@ from pathlib import Path
 
 from surfbench.bench.figures import draw_all
 from surfbench.bench.funnel import funnel_section
+from surfbench.bench.multicall import multicall_section
 from surfbench.bench.report_choices import ACCESS_HEAD, access_table, picks_table
 from surfbench.bench.report_data import (
     CELL_HEAD,
@@ -72,6 +73,7 @@ def markdown(data: ReportData, figures: dict[str, str]) -> str:
         )
     parts += choice_sections(data)
     parts += funnel_section(data.runs)  # preselect, search, lazy: where tasks are lost (bench.funnel)
+    parts += multicall_section(data.runs, data.baseline)  # round trips where one program could save calls
     if figures:
         parts.append("## Figures\n\n" + "\n\n".join(f"![{name}]({path})" for name, path in figures.items()))
     return "\n\n".join(parts) + "\n"

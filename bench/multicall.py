@@ -1,0 +1,76 @@
+"""Round trips on tasks with two or more expected calls, per cell and paired against the baseline.
+
+These are the tasks where one program (code mode) or parallel calls should save model calls.
+
+``round_trips`` is model calls per episode (metrics.md). The ratio is taken over the tasks both cells
+ran (same model): the candidate's mean round trips over the baseline's, so a cell that ran fewer
+tasks is not compared with a different set. The gate's ``round_trips_ratio_max`` with
+``tasks: {tags: [multi]}`` decides on the same quantity for tagged tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MULTI_HEAD = ["model", "surface", "tasks", "round trips / episode", "vs baseline (same tasks)", "success"]
+
+
+@dataclass(frozen=True)
+class MultiCallRow:
+    """One cell's episodes on tasks with two or more expected calls."""
+
+    model: str
+    surface: str
+    tasks: int
+    round_trips: float
+    ratio: float | None
+    """Mean round trips over the baseline's on the tasks both ran (None: the baseline, or no shared task)."""
+    success: float
+
+
+def multicall_rows(frame: Any, baseline: str) -> list[MultiCallRow]:
+    """Per (model, surface) cell, its episodes whose task expects two or more calls."""
+    multi = frame[frame["expected_calls"] >= 2]
+    if multi.empty:
+        return []
+    per_task = multi.groupby(["model", "surface", "task_id"], sort=False)["round_trips"].mean()
+    rows = []
+    for (model, surface), group in multi.groupby(["model", "surface"], sort=False):
+        ratio = None
+        if surface != baseline and (model, baseline) in per_task.index.droplevel(2):
+            mine, base = per_task.loc[(model, surface)], per_task.loc[(model, baseline)]
+            shared = mine.index.intersection(base.index)
+            if len(shared) and base.loc[shared].mean() > 0:
+                ratio = float(mine.loc[shared].mean() / base.loc[shared].mean())
+        rows.append(
+            MultiCallRow(
+                str(model),
+                str(surface),
+                int(group["task_id"].nunique()),
+                float(group["round_trips"].mean()),
+                ratio,
+                float(group["success"].mean()),
+            )  # fmt: skip
+        )
+    return sorted(rows, key=lambda r: (r.model, r.surface != baseline, r.surface))
+
+
+def multicall_section(runs: Sequence[str | Path], baseline: str) -> list[str]:
+    """The report's section (markdown), or nothing when no task expects two or more calls."""
+    from surfbench.bench.provenance import load_current
+
+    rows = multicall_rows(load_current(runs, keep_newest=True).frame, baseline)
+    if not rows:
+        return []
+    lines = ["| " + " | ".join(MULTI_HEAD) + " |", "|" + "---|" * len(MULTI_HEAD)]
+    for r in rows:
+        ratio = "baseline" if r.surface == baseline else ("n/a" if r.ratio is None else f"{r.ratio:.2f}x")
+        lines.append(f"| {r.model} | {r.surface} | {r.tasks} | {r.round_trips:.1f} | {ratio} | {r.success:.0%} |")
+    return [
+        "## Tasks with two or more expected calls\n\nRound trips (model calls) per episode on the tasks that "
+        "expect two or more calls, where one program (code mode) or parallel calls can save model calls; "
+        f"the ratio is against `{baseline}` on the tasks both ran.\n\n" + "\n".join(lines)
+    ]
