@@ -48,9 +48,10 @@ class CodeSession(Session):
         surface = self.surface
         assert isinstance(surface, CodeSurface)
         function = call.name if call.name in surface.names.operation else surface.names.function.get(call.name)
-        if function is None:
+        if function is None and call.name not in surface.meta_functions:  # describe / search_api as tools too
             return rejected
-        args, op_name = coerce_args(call.arguments), surface.names.operation[function]
+        function = function or call.name
+        args, op_name = coerce_args(call.arguments), surface.names.operation.get(function, "")
         pairs = args.items() if isinstance(args, dict) else ()
         shown = ", ".join(f"{surface.names.keyword(op_name, str(k))}={v!r}" for k, v in pairs)
         example = f"print({function}({shown if len(shown) <= 200 else '...'}))"

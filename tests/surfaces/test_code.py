@@ -255,6 +255,16 @@ def test_an_sdk_function_called_as_a_tool_is_not_exposed_and_the_error_shows_the
     assert program.tool == "run_code" and program.error_type is None and score.boundary_violations == 1
 
 
+def test_search_api_called_as_a_tool_is_not_exposed_and_the_error_shows_the_program_to_send():
+    surface = build_surface(FORGE.catalog, "code", {"sdk": "search"})
+    session = surface.session("List the open issues of acme/web.")
+    slip = session.dispatch(ToolCall("search_api", {"query": "open issue"}))
+    assert (slip.kind, slip.error_type) == ("rejected", "not_exposed")
+    assert "not a tool" in slip.text and "print(search_api(query='open issue'))" in slip.text
+    other = session.dispatch(ToolCall("no_such_thing", {}))  # neither an SDK function nor a meta one
+    assert "not a tool" not in other.text and other.error_type == "not_exposed"
+
+
 @needs_bwrap
 def test_the_same_failing_program_sent_again_and_again_is_stopped_as_stuck():
     # a program that does not parse is a failed step: sent three times in a row, stop_on_repeat=2 ends
