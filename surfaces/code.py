@@ -34,10 +34,12 @@ from surfbench.surfaces._sdk import SdkNames, index_line, render_module, stub
 RUN_CODE = "run_code"
 VARIANTS = ("full", "index", "search")
 PREAMBLE = (
-    "Run a Python 3 program in a sandbox (no network; scratch files go under /tmp). Call the SDK "
-    "functions below directly (keyword arguments only); each returns the operation's result as a Python value "
-    "and raises SDKError with the reason when the call fails. Do several calls in one program where you can. "
-    "print() what you need: the printed output and the value of the last expression come back to you."
+    "Run a Python 3 program in a sandbox (no network; scratch files go under /tmp). The SDK functions below "
+    "are not tools: they are Python functions already defined in the program (no import). Send the program as "
+    "this tool's code, calling them with keyword arguments, e.g. code: print(fn(name=value)); each returns the "
+    "operation's result as a Python value and raises SDKError with the reason when the call fails. Do several "
+    "calls in one program where you can. print() what you need: the printed output and the value of the last "
+    "expression come back to you."
 )
 
 
