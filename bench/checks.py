@@ -79,6 +79,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from surfbench.bench.fields import SuiteError
 from surfbench.bench.matchers import Mismatch, match_object, match_value, scalar_equal
+from surfbench.bench.program import PROGRAM_META
 from surfbench.bench.records import CallRecord, EpisodeTrace
 
 if TYPE_CHECKING:  # bench.suite may load suite checks through this module: no import cycle at run time
@@ -221,7 +222,7 @@ def calls_check(task: Task, trace: EpisodeTrace, context: CheckContext) -> Check
         return CheckResult("calls", None)
     why = _calls_matched(task, context.executed)
     errors: tuple[str, ...] = ()  # an unmatched call already has its first try's error type
-    made = sum(1 for c in trace.calls if c.meta != "code")  # code mode's run_code only carries the calls it makes
+    made = sum(1 for c in trace.calls if c.meta != PROGRAM_META)  # code mode's run_code only carries the calls it makes
     if why is None and task.exact_calls and made != len(task.expected):
         why = f"expected exactly {len(task.expected)} call(s), the model made {made}"
         errors = ("unexpected_call" if made > len(task.expected) else "missing_call",)

@@ -32,6 +32,9 @@ class Executed:
     """``not_exposed``, ``schema_invalid``, ``backend_error``, ... (when not ``ok``)."""
 
 
+PROGRAM_META = "code"
+"""``Dispatch.meta`` / ``CallRecord.meta`` of a tool call that ran a program (code mode's ``run_code``)."""
+
 Execute = Callable[[str, Any, Dispatch], Executed]
 """``execute(function, arguments as sent, dispatch)``: run and record one call the program made."""
 

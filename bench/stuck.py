@@ -36,12 +36,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from surfbench.bench.config import ConfigError
+from surfbench.bench.program import PROGRAM_META
 from surfbench.bench.records import CallRecord, StepRecord
 
 STUCK_REPEAT = "stuck_repeat"
 """Error type (and ``EpisodeTrace.stopped`` value) of an episode ended by ``stop_on_repeat``."""
-PROGRAM = "code"
-"""``CallRecord.meta`` of a tool call that ran a program (:mod:`surfbench.bench.program`)."""
 STUCK_RUN = 2
 """An episode is ``stuck`` when this many consecutive repeats happened (see the module docstring)."""
 
@@ -81,7 +80,7 @@ def canonical_arguments(arguments: Any) -> str:
 def call_failed(call: CallRecord) -> bool:
     """The call did not do what the model asked (rejected, unparseable, invalid, failed; a failed program)."""
     failed = call.kind in ("rejected", "parse_error") or call.schema_valid is False or call.backend_ok is False
-    return failed or (call.meta == PROGRAM and call.error_type is not None)
+    return failed or (call.meta == PROGRAM_META and call.error_type is not None)
 
 
 def step_output(step: StepRecord, calls: Sequence[CallRecord]) -> StepOutput:

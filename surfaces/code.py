@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from surfbench.bench.catalog import Operation
-from surfbench.bench.program import ProgramDispatch
+from surfbench.bench.program import PROGRAM_META, ProgramDispatch
 from surfbench.bench.retrieval import make_retriever
 from surfbench.bench.sandbox.limits import MB, Limits
 from surfbench.bench.sandbox.memcap import memory_cap
@@ -170,4 +170,4 @@ def _run_code(session: Session, call: ToolCall) -> ProgramDispatch:
             issues=problem.issues,
         )  # fmt: skip
     program = Program(surface, args["code"])
-    return ProgramDispatch("meta", call.name, args=args, meta="code", run=program.run)
+    return ProgramDispatch("meta", call.name, args=args, meta=PROGRAM_META, run=program.run)
