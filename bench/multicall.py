@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 MULTI_HEAD = ["model", "surface", "tasks", "round trips / episode", "vs baseline (same tasks)", "success"]
@@ -58,11 +57,8 @@ def multicall_rows(frame: Any, baseline: str) -> list[MultiCallRow]:
     return sorted(rows, key=lambda r: (r.model, r.surface != baseline, r.surface))
 
 
-def multicall_section(runs: Sequence[str | Path], baseline: str) -> list[str]:
+def multicall_section(rows: Sequence[MultiCallRow], baseline: str) -> list[str]:
     """The report's section (markdown), or nothing when no task expects two or more calls."""
-    from surfbench.bench.provenance import load_current
-
-    rows = multicall_rows(load_current(runs, keep_newest=True).frame, baseline)
     if not rows:
         return []
     lines = ["| " + " | ".join(MULTI_HEAD) + " |", "|" + "---|" * len(MULTI_HEAD)]

@@ -73,7 +73,7 @@ def markdown(data: ReportData, figures: dict[str, str]) -> str:
         )
     parts += choice_sections(data)
     parts += funnel_section(data.runs)  # preselect, search, lazy: where tasks are lost (bench.funnel)
-    parts += multicall_section(data.runs, data.baseline)  # round trips where one program could save calls
+    parts += multicall_section(data.multicall, data.baseline)  # round trips where one program could save calls
     if figures:
         parts.append("## Figures\n\n" + "\n\n".join(f"![{name}]({path})" for name, path in figures.items()))
     return "\n\n".join(parts) + "\n"

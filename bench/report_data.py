@@ -19,6 +19,7 @@ from surfbench.bench.evidence import config_labels, surface_label
 from surfbench.bench.fit import DOES_NOT_FIT_PREFIX
 from surfbench.bench.limits import recorded_originals
 from surfbench.bench.metrics import METRICS, fmt, per_operation, show, summarize_cell
+from surfbench.bench.multicall import MultiCallRow, multicall_rows
 from surfbench.bench.power import PassK, pass_k
 from surfbench.bench.provenance import load_current
 from surfbench.bench.report_choices import AlternativePicks, access_split, alternative_picks
@@ -66,6 +67,8 @@ class ReportData:
     """Which alternative of each ``one_of`` expected call models picked (empty: no suite has one)."""
     access: dict[tuple[str, str], dict[str, tuple[int, int]]] = field(default_factory=dict)
     """(surface, model) -> ``read``/``write`` -> first tries (correct, attempts); empty unless asked for."""
+    multicall: list[MultiCallRow] = field(default_factory=list)
+    """Round trips on tasks with two or more expected calls, per cell (bench.multicall)."""
     originals: dict[str, str] = field(default_factory=dict)
     """Valid -> original operation name where an importer renamed one (the runs' ``name_map``): tables
     show the catalog's own name (``repos/update-org-ruleset``), the results store keeps the valid one."""
@@ -179,6 +182,7 @@ def collect(
         runs=[str(r) for r in runs],
         cells=cells,
         paired=paired_comparisons(frame, baseline) if len(frame) else [],
+        multicall=multicall_rows(frame, baseline) if len(frame) else [],
         per_op=per_op,
         op_order=op_order,
         hot_ops=hot,
