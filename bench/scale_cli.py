@@ -36,8 +36,8 @@ def add_scale_commands(sub: Any) -> None:
     p.add_argument("--min-k", type=int, default=0, help="show at least this many hits (as the surfaces' min_k)")
     p.add_argument("--out", default=None, help="also write the rows to FILE.csv or FILE.json")
     p.set_defaults(func=_retrieval)
-    p = sub.add_parser("pool", help="the distractor pool for catalog.grow: build | fetch-github | info")
-    p.add_argument("action", choices=["build", "fetch-github", "info"])
+    p = sub.add_parser("pool", help="the grow pool: build | fetch-github | fetch-directory | info")
+    p.add_argument("action", choices=["build", "fetch-github", "fetch-directory", "info"])
     p.set_defaults(func=_pool)
 
 
@@ -78,11 +78,13 @@ def _retrieval(args: argparse.Namespace) -> int:
 
 
 def _pool(args: argparse.Namespace) -> int:
-    from surfbench.bench.pool import PoolError, fetch_github, load_pool
+    from surfbench.bench.pool import PoolError, fetch_directory, fetch_github, load_pool
 
     try:
         if args.action == "fetch-github":
             print(f"fetched {fetch_github()}")
+        if args.action == "fetch-directory":
+            print(f"fetched {fetch_directory()}")
         pool = load_pool(build=args.action != "info")
     except PoolError as exc:
         raise ValueError(str(exc)) from None
