@@ -12,6 +12,9 @@ Sources, in this order (a name already taken is skipped):
   ``DIRECTORY_PER_API`` operations of each description that imports (so that no one vendor fills the
   pool), ~12,000 once names are unique. With it, 10,000 operations need no near-duplicates.
 
+An operation whose parameters are not valid JSON Schema (three of the directory's: a repeated
+``required`` name in a nested object) is left out, so that every grown catalog loads.
+
 ``surfbench pool build`` writes ``<cache>/pool/pool-<hash>.json``, the hash taken over the sources'
 content, so a changed source builds a new pool. Catalog growth (:mod:`surfbench.bench.grow`) reads it.
 """
@@ -29,14 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from surfbench.bench.catalog import CatalogError, Operation
+from surfbench.bench.catalog import CatalogError, Operation, validate_operation
 from surfbench.bench.importers.common import read_document
 from surfbench.bench.importers.openapi import import_openapi
 from surfbench.bench.importers.tools_json import import_bfcl
 from surfbench.bench.limits import safe_names
 from surfbench.bench.paths import cache_root
 
-POOL_VERSION = 1
+POOL_VERSION = 2  # 2: operations whose parameters are not valid JSON Schema are left out
 GITHUB_PACKAGE = "@octokit/openapi@23.0.2"
 GITHUB_TARBALL = "octokit-openapi-23.0.2.tgz"
 GITHUB_MEMBER = "package/generated/api.github.com.json"
@@ -239,6 +242,7 @@ def build_pool(github: Path | None = None, progress: bool = True, directory: Pat
     operations: list[Operation] = []
     taken: set[str] = set()
     sources: dict[str, int] = {}
+    invalid: dict[str, int] = {}
     for source, ops in chunks:
         renamed = safe_names(op.name for op in ops)  # BFCL's names may hold characters providers reject
         kept = []
@@ -246,11 +250,18 @@ def build_pool(github: Path | None = None, progress: bool = True, directory: Pat
             name = renamed.get(op.name, op.name)
             if name.lower() in taken:
                 continue
+            try:  # a catalog grown with it would be refused (e.g. the directory's duplicate `required` names)
+                validate_operation(op, source)
+            except CatalogError:
+                invalid[source] = invalid.get(source, 0) + 1
+                continue
             taken.add(name.lower())
             kept.append(op if name == op.name else _renamed(op, name))
         sources[source] = len(kept)
         operations += kept
     say(f"{len(operations):,} operations: " + ", ".join(f"{k} {v:,}" for k, v in sources.items()))
+    if invalid:
+        say("left out, parameters not valid JSON Schema: " + ", ".join(f"{k} {v:,}" for k, v in invalid.items()))
     for source, why in missing.items():
         say(f"without {source}: {why}")
     return Pool(tuple(operations), sources, missing, _digest(files))

@@ -62,3 +62,28 @@ def test_a_directory_tarball_with_nothing_importable_is_refused_with_what_to_do(
 def test_without_the_directory_the_pool_says_how_to_add_it(tmp_path: Path):
     pool = build_pool(github=tmp_path / "no.tgz", directory=tmp_path / "none.tgz", progress=False)
     assert "surfbench pool fetch-directory" in pool.missing["directory"]
+
+
+def test_operations_whose_schema_is_not_valid_are_left_out_so_growth_never_breaks_a_catalog(tmp_path: Path):
+    api = _api("dup", 2)
+    api["paths"]["/dup/thing1"]["get"]["parameters"] = [
+        {"name": "q", "in": "query", "required": True, "schema": {"type": "string"}},
+    ]
+    item = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "a"]}
+    body = {"type": "object", "properties": {"orders": {"type": "array", "items": item}}}
+    api["paths"]["/dup/thing0"]["post"] = {
+        "operationId": "dup_post_0",
+        "requestBody": {"content": {"application/json": {"schema": body}}},
+        "responses": {"200": {}},
+    }
+    tarball = _tarball(tmp_path / "dir.tgz", {"package/api/dup.json": api})
+    pool = build_pool(github=tmp_path / "no.tgz", directory=tarball, progress=False)
+    names = {op.name for op in pool.operations}
+    assert {"dup_get_0", "dup_get_1"} <= names and "dup_post_0" not in names
+
+    from surfbench.bench.grow import grow_catalog
+    from surfbench.bench.suite import load_suite
+
+    suite = load_suite("notes_mcp")
+    grown = grow_catalog(suite.catalog, len(pool.operations) + len(suite.catalog), pool=pool.operations)
+    assert len(grown) == len(pool.operations) + len(suite.catalog)
