@@ -168,3 +168,17 @@ def format_rows(rows: Sequence[RetrievalRow]) -> str:
     ]
     widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in [head, *body])
+
+
+def zero_shown_lines(rows: Sequence[RetrievalRow], limit: int = 10) -> list[str]:
+    """One line per retriever that would show nothing for some tasks, naming them (up to ``limit``)."""
+    lines = []
+    for r in rows:
+        names = [t.task for t in r.per_task if t.shown == 0]
+        if names:
+            more = f" and {len(names) - limit} more" if len(names) > limit else ""
+            lines.append(
+                f"zero shown by {r.retriever}: {', '.join(names[:limit])}{more} (no hit above the threshold: "
+                "the model would see no operation; --min-k N shows N anyway)"
+            )
+    return lines

@@ -44,7 +44,7 @@ def add_scale_commands(sub: Any) -> None:
 def _retrieval(args: argparse.Namespace) -> int:
     from surfbench.bench.grow import MAX_GROW, grow_suite
     from surfbench.bench.retrieval import retriever_kind
-    from surfbench.bench.retrieval_eval import evaluate, flat, format_rows
+    from surfbench.bench.retrieval_eval import evaluate, flat, format_rows, zero_shown_lines
     from surfbench.bench.suite import load_suite
 
     kinds = [retriever_kind(k.strip()) for k in args.retriever.split(",") if k.strip()]
@@ -62,6 +62,8 @@ def _retrieval(args: argparse.Namespace) -> int:
     rows = evaluate(suite, kinds, args.k, tasks, args.threshold, args.min_k)
     print(f"{suite.name}, split {args.split}" + (f", grown to {args.grow:,} (seed {args.seed})" if args.grow else ""))
     print(format_rows(rows))
+    for line in zero_shown_lines(rows):
+        print(line)
     if out is not None:
         records = [flat(r) for r in rows]
         out.parent.mkdir(parents=True, exist_ok=True)

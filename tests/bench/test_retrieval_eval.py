@@ -19,6 +19,7 @@ from surfbench.bench.retrieval_eval import (
     recall_at,
     reciprocal_rank,
     task_ranking,
+    zero_shown_lines,
 )
 from surfbench.bench.suite_model import ExpectedCall, Task
 from tests.conftest import ROOT
@@ -84,6 +85,10 @@ def test_evaluate_counts_zero_shown_tasks():
     assert row.tasks == 2 and row.zero_shown == 1
     assert row.recall == {1: 0.5, 3: 0.5}
     assert row.mrr == 0.5
+    assert zero_shown_lines([row]) == [
+        "zero shown by bm25: who (no hit above the threshold: the model would see no operation; "
+        "--min-k N shows N anyway)"
+    ]
 
 
 def test_retrieval_command_prints_and_writes_the_table(tmp_path: Path):
@@ -95,6 +100,7 @@ def test_retrieval_command_prints_and_writes_the_table(tmp_path: Path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "R@1" in proc.stdout and "MRR" in proc.stdout
+    assert "zero shown by bm25: hot-file-get" in proc.stdout  # the forge task no operation shares a word with
     (row,) = json.loads(out.read_text())
     assert row["retriever"] == "bm25" and row["operations"] == 96
     assert 0 < row["recall@1"] <= row["recall@5"] <= 1
