@@ -123,5 +123,5 @@ def draw_all(data: ReportData, out_dir: Path) -> dict[str, Path]:
     }
     if any(table for table in data.per_op.values()):  # suites with expected calls only
         figures["per-operation heatmap"] = heatmap(data, out_dir / "per_op_heatmap.png")
-    figures.update(scale_figures(data.runs, out_dir))  # a scale sweep's runs: metrics against N (bench.scale_figure)
+    figures.update(scale_figures(data.scale, out_dir))  # a scale sweep's runs: metrics against N (bench.scale_figure)
     return figures

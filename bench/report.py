@@ -31,6 +31,7 @@ from surfbench.bench.report_data import (
     pass_k_table,
     per_op_table,
 )
+from surfbench.bench.scale_figure import scale_section
 
 
 def _md(head: list[str], rows: list[list[str]]) -> str:
@@ -74,6 +75,7 @@ def markdown(data: ReportData, figures: dict[str, str]) -> str:
     parts += choice_sections(data)
     parts += funnel_section(data.runs)  # preselect, search, lazy: where tasks are lost (bench.funnel)
     parts += multicall_section(data.multicall, data.baseline)  # round trips where one program could save calls
+    parts += scale_section(data.scale)  # runs with more than one catalog size: the scale figure's numbers
     if figures:
         parts.append("## Figures\n\n" + "\n\n".join(f"![{name}]({path})" for name, path in figures.items()))
     return "\n\n".join(parts) + "\n"

@@ -17,12 +17,14 @@ from surfbench.bench.compare import Paired, paired_comparisons
 from surfbench.bench.config import ConfigError
 from surfbench.bench.evidence import config_labels, surface_label
 from surfbench.bench.fit import DOES_NOT_FIT_PREFIX
+from surfbench.bench.funnel import catalog_sizes
 from surfbench.bench.limits import recorded_originals
 from surfbench.bench.metrics import METRICS, fmt, per_operation, show, summarize_cell
 from surfbench.bench.multicall import MultiCallRow, multicall_rows
 from surfbench.bench.power import PassK, pass_k
 from surfbench.bench.provenance import load_current
 from surfbench.bench.report_choices import AlternativePicks, access_split, alternative_picks
+from surfbench.bench.scale_figure import ScalePoint, scale_points
 from surfbench.bench.suite_model import Suite
 from surfbench.bench.tables import CellSummary
 
@@ -69,6 +71,8 @@ class ReportData:
     """(surface, model) -> ``read``/``write`` -> first tries (correct, attempts); empty unless asked for."""
     multicall: list[MultiCallRow] = field(default_factory=list)
     """Round trips on tasks with two or more expected calls, per cell (bench.multicall)."""
+    scale: list[ScalePoint] = field(default_factory=list)
+    """Per surface, model and catalog size N: the scale figure's and table's points (bench.scale_figure)."""
     originals: dict[str, str] = field(default_factory=dict)
     """Valid -> original operation name where an importer renamed one (the runs' ``name_map``): tables
     show the catalog's own name (``repos/update-org-ruleset``), the results store keeps the valid one."""
@@ -183,6 +187,7 @@ def collect(
         cells=cells,
         paired=paired_comparisons(frame, baseline) if len(frame) else [],
         multicall=multicall_rows(frame, baseline) if len(frame) else [],
+        scale=scale_points(frame, catalog_sizes(view.infos)) if len(frame) else [],
         per_op=per_op,
         op_order=op_order,
         hot_ops=hot,

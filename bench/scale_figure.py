@@ -1,6 +1,8 @@
 """The scale figure: metrics against catalog size N (log x), one line per surface, 95% intervals.
 
-Drawn when the report's runs hold cells of more than one catalog size (``surfbench run -m +sweep=scale``).
+Drawn when the report's runs hold cells of more than one catalog size (``surfbench run -m +sweep=scale``),
+with the same numbers as a table (the report's "Catalog size" section). The points are computed once,
+in :func:`surfbench.bench.report_data.collect`, from the episodes the report loaded.
 A cell whose episodes were all predicted not to fit the model's context is drawn as an ``x`` on the
 x axis and named in the legend ("does not fit"), not as a measurement.
 """
@@ -116,14 +118,43 @@ def draw_scale(points: Sequence[ScalePoint], path: Path) -> Path:
     return path
 
 
-def scale_figures(runs: Sequence[str | Path], out_dir: Path) -> dict[str, Path]:
-    """``{"metrics against catalog size": png}`` when the runs hold more than one catalog size, else ``{}``."""
-    from surfbench.bench.funnel import catalog_sizes
-    from surfbench.bench.provenance import load_current
-
-    # the report itself refused duplicated episodes unless --keep-newest was given: the newest row counts
-    view = load_current(runs, keep_newest=True)
-    points = scale_points(view.frame, catalog_sizes(view.infos))
+def scale_figures(points: Sequence[ScalePoint], out_dir: Path) -> dict[str, Path]:
+    """``{"metrics against catalog size": png}`` when the points span more than one catalog size, else ``{}``."""
     if len({p.operations for p in points}) < 2:
         return {}
     return {"metrics against catalog size": draw_scale(points, out_dir / "scale.png")}
+
+
+SCALE_HEAD = ["model", "surface", "operations (N)", "episodes", "first-try args [95% CI]", "selection",
+              "prompt tok/step", "latency / episode"]  # fmt: skip
+
+
+def _pct(value: tuple[float, float, float] | None) -> str:
+    return "-" if value is None else f"{value[0]:.0%} [{value[1]:.0%}, {value[2]:.0%}]"
+
+
+def scale_rows(points: Sequence[ScalePoint]) -> list[list[str]]:
+    """The figure's numbers as table rows: per model and surface, N ascending; "does not fit" named."""
+    rows = []
+    for p in sorted(points, key=lambda p: (p.model, p.surface, p.operations)):
+        if p.does_not_fit:
+            rows.append([p.model, p.surface, f"{p.operations:,}", str(p.episodes), "does not fit", "-", "-", "-"])
+            continue
+        tokens = "-" if p.prompt_tokens_per_step is None else f"{p.prompt_tokens_per_step:,.0f}"
+        latency = "-" if p.latency_s is None else f"{p.latency_s:.1f} s"
+        rows.append([p.model, p.surface, f"{p.operations:,}", str(p.episodes), _pct(p.first_try),
+                     f"{p.selection[0]:.0%}", tokens, latency])  # fmt: skip
+    return rows
+
+
+def scale_section(points: Sequence[ScalePoint]) -> list[str]:
+    """The report's "Catalog size" section (runs with more than one catalog size), else nothing."""
+    if len({p.operations for p in points}) < 2:
+        return []
+    lines = ["| " + " | ".join(SCALE_HEAD) + " |", "|" + "---|" * len(SCALE_HEAD)]
+    lines += ["| " + " | ".join(row) + " |" for row in scale_rows(points)]
+    return [
+        "## Catalog size\n\nEach surface against the number of operations in the catalog (the suite's own "
+        'plus seeded distractors, `catalog.grow`). "does not fit": the first request was predicted not to '
+        "fit the model's context, and no episode was sent.\n\n" + "\n".join(lines)
+    ]

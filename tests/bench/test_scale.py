@@ -178,6 +178,22 @@ def test_run_records_does_not_fit_without_calling_the_model_and_grows_the_catalo
     assert search.zero_shown == tuple(sorted(frame[frame["surface"] == "search[grow=150]"]["task_id"]))
     assert rows["preselect[grow=150]"].zero_shown == ()
 
+    # the same cells at the suite's own size: the report gains the catalog-size table and figure
+    args = [a for a in args if not a.startswith("catalog.grow")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "surfbench", "run", *args, "run=s"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = tmp_path / "report"
+    proc = subprocess.run(
+        [sys.executable, "-m", "surfbench", "report", str(tmp_path / "s"), "--out", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = (out / "report.md").read_text()
+    assert "## Catalog size" in report and "| tiny | full | 150 | 2 | does not fit |" in report
+    assert "| tiny | full | 96 | 2 |" in report and (out / "scale.png").is_file()
+
 
 def test_scale_points_mark_cells_that_do_not_fit():
     import pandas as pd
@@ -196,3 +212,11 @@ def test_scale_points_mark_cells_that_do_not_fit():
     points = scale_points(frame, {"a": 96, "b": 4096})
     assert [(p.surface, p.operations, p.does_not_fit) for p in points] == [("full", 96, False), ("full", 4096, True)]
     assert points[0].first_try is not None and points[0].first_try[0] == 1.0
+
+    from surfbench.bench.scale_figure import scale_section
+
+    (section,) = scale_section(points)
+    assert section.startswith("## Catalog size")
+    assert "| m | full | 96 | 1 | 100% [21%, 100%] | 100% | 100 | 1.0 s |" in section
+    assert "| m | full | 4,096 | 1 | does not fit | - | - | - |" in section
+    assert scale_section(points[:1]) == []  # one size: no section
