@@ -172,13 +172,8 @@ def funnel_table(rows: Sequence[FunnelRow]) -> list[list[str]]:
     return out
 
 
-def funnel_section(runs: Sequence[str | Path]) -> list[str]:
+def funnel_section(rows: Sequence[FunnelRow]) -> list[str]:
     """The report's funnel section (markdown), or nothing when no run has a retrieval surface."""
-    from surfbench.bench.provenance import load_current
-
-    # the report itself refused duplicated episodes unless --keep-newest was given: the newest row counts
-    view = load_current(runs, keep_newest=True)
-    rows = funnel_rows(runs, view.frame, view.infos)
     if not rows:
         return []
     head = "| " + " | ".join(FUNNEL_HEAD) + " |\n|" + "---|" * len(FUNNEL_HEAD)

@@ -73,7 +73,7 @@ def markdown(data: ReportData, figures: dict[str, str]) -> str:
             + _md(err_head, err_rows)
         )
     parts += choice_sections(data)
-    parts += funnel_section(data.runs)  # preselect, search, lazy: where tasks are lost (bench.funnel)
+    parts += funnel_section(data.funnel)  # preselect, search, lazy: where tasks are lost (bench.funnel)
     parts += multicall_section(data.multicall, data.baseline)  # round trips where one program could save calls
     parts += scale_section(data.scale)  # runs with more than one catalog size: the scale figure's numbers
     if figures:

@@ -17,7 +17,7 @@ from surfbench.bench.compare import Paired, paired_comparisons
 from surfbench.bench.config import ConfigError
 from surfbench.bench.evidence import config_labels, surface_label
 from surfbench.bench.fit import DOES_NOT_FIT_PREFIX
-from surfbench.bench.funnel import catalog_sizes
+from surfbench.bench.funnel import FunnelRow, catalog_sizes, funnel_rows
 from surfbench.bench.limits import recorded_originals
 from surfbench.bench.metrics import METRICS, fmt, per_operation, show, summarize_cell
 from surfbench.bench.multicall import MultiCallRow, multicall_rows
@@ -71,6 +71,8 @@ class ReportData:
     """(surface, model) -> ``read``/``write`` -> first tries (correct, attempts); empty unless asked for."""
     multicall: list[MultiCallRow] = field(default_factory=list)
     """Round trips on tasks with two or more expected calls, per cell (bench.multicall)."""
+    funnel: list[FunnelRow] = field(default_factory=list)
+    """Per retrieval cell: retrieved, MRR, selection, first-try, success, zero shown (bench.funnel)."""
     scale: list[ScalePoint] = field(default_factory=list)
     """Per surface, model and catalog size N: the scale figure's and table's points (bench.scale_figure)."""
     originals: dict[str, str] = field(default_factory=dict)
@@ -187,6 +189,7 @@ def collect(
         cells=cells,
         paired=paired_comparisons(frame, baseline) if len(frame) else [],
         multicall=multicall_rows(frame, baseline) if len(frame) else [],
+        funnel=funnel_rows(runs, frame, view.infos) if len(frame) else [],
         scale=scale_points(frame, catalog_sizes(view.infos)) if len(frame) else [],
         per_op=per_op,
         op_order=op_order,
