@@ -131,6 +131,22 @@ class Catalog:
         """Categories in first-seen order."""
         return list(dict.fromkeys(op.category for op in self.operations))
 
+    def category_summary(self, limit: int | None = None) -> str:
+        """The categories as a comma-separated list; past ``limit``, the ``limit`` largest and how many more.
+
+        Up to ``limit`` categories keep their first-seen order (the text of a small catalog is unchanged);
+        a grown catalog of 2,000 categories would otherwise put ~11k tokens into a search tool's description.
+        """
+        cats = self.categories
+        if limit is None or len(cats) <= limit:
+            return ", ".join(cats)
+        counts: dict[str, int] = {}
+        for op in self.operations:
+            counts[op.category] = counts.get(op.category, 0) + 1
+        order = {c: i for i, c in enumerate(cats)}
+        top = sorted(cats, key=lambda c: (-counts[c], order[c]))[:limit]
+        return ", ".join(top) + f" and {len(cats) - limit:,} more categories"
+
     @cached_property
     def content_hash(self) -> str:
         """sha256 over the canonical JSON of every operation (order-sensitive), 16 hex digits."""

@@ -248,3 +248,21 @@ class Surface:
 def names_or_none(values: Iterable[str]) -> str:
     text = ", ".join(values)
     return text or "none"
+
+
+MAX_CATEGORIES = 20
+"""Categories a search tool's description names by default (``max_categories``; null: every one)."""
+
+
+def category_limit(params: Mapping[str, Any]) -> int | None:
+    """A surface's ``max_categories`` parameter, checked: a whole number from 1, or None for all.
+
+    Raises:
+        ValueError: any other value.
+    """
+    value = params.get("max_categories", MAX_CATEGORIES)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"max_categories={value!r}: must be a whole number from 1, or null (name every category)")
+    return value

@@ -25,7 +25,16 @@ from surfbench.bench.program import PROGRAM_META, ProgramDispatch
 from surfbench.bench.retrieval import make_retriever
 from surfbench.bench.sandbox.limits import MB, Limits
 from surfbench.bench.sandbox.memcap import memory_cap
-from surfbench.bench.surface import Dispatch, MetaHandler, Session, Surface, ToolCall, ToolSpec, coerce_args
+from surfbench.bench.surface import (
+    Dispatch,
+    MetaHandler,
+    Session,
+    Surface,
+    ToolCall,
+    ToolSpec,
+    category_limit,
+    coerce_args,
+)
 from surfbench.surfaces import register
 from surfbench.surfaces._code_calls import CODE_ERRORS, Program
 from surfbench.surfaces._exec import own_schema_error
@@ -68,7 +77,9 @@ class CodeSession(Session):
 class CodeSurface(Surface):
     kind = "code"
     session_class = CodeSession
-    allowed_params = frozenset({"sdk", "retriever", "top_n", "timeout_s", "max_calls", "memory_mb", "scratch_mb"})
+    allowed_params = frozenset(
+        {"sdk", "retriever", "top_n", "timeout_s", "max_calls", "memory_mb", "scratch_mb", "max_categories"}
+    )
     error_types: ClassVar[dict[str, str]] = dict(CODE_ERRORS)
 
     def setup(self) -> None:
@@ -124,7 +135,7 @@ class CodeSurface(Surface):
                 f"{PREAMBLE}\n\nThe SDK ({len(self.catalog)} functions, one line each; describe(name) returns a "
                 f"function's full stub with its argument docs):\n{lines}"
             )
-        cats = ", ".join(self.catalog.categories)
+        cats = self.catalog.category_summary(category_limit(self.params))
         return (
             f"{PREAMBLE}\n\nThe SDK has {len(self.catalog)} functions ({cats}). search_api(query) returns the "
             f"stubs of the {self.top_n} functions that best match what you want to do; call them in the same "

@@ -20,6 +20,7 @@ from surfbench.bench.surface import (
     Surface,
     ToolCall,
     ToolSpec,
+    category_limit,
     coerce_args,
 )
 from surfbench.bench.validation import short
@@ -53,7 +54,7 @@ class SearchSession(LazySession):
 class SearchSurface(Surface):
     kind = "search"
     session_class = SearchSession
-    allowed_params = frozenset({"retriever", "top_n", "threshold", "min_k"})
+    allowed_params = frozenset({"retriever", "top_n", "threshold", "min_k", "max_categories"})
 
     def setup(self) -> None:
         self.top_n = int(self.params.get("top_n", 5))
@@ -63,7 +64,7 @@ class SearchSurface(Surface):
             raise ValueError("surface 'search': top_n must be >= 1, threshold within [0, 1], min_k within [0, top_n]")
         self.retriever_kind = str(self.params.get("retriever", "bm25"))
         self.retriever = make_retriever(self.retriever_kind, self.catalog.operations)
-        cats = ", ".join(self.catalog.categories)
+        cats = self.catalog.category_summary(category_limit(self.params))
         self.tool = ToolSpec(
             name=SEARCH,
             description=(

@@ -184,3 +184,21 @@ def test_unknown_surface_suggests():
 def test_unknown_parameter_is_an_error(catalog):
     with pytest.raises(ValueError, match="unknown parameter"):
         build_surface(catalog, "full", {"k": 3})
+
+
+def test_search_names_at_most_max_categories_so_its_description_does_not_grow_with_the_catalog(catalog):
+    small = build_surface(catalog, "search", {}).static_tools()[0].description
+    assert "(issues, " in small and "more categories" not in small  # a few categories: every one, in order
+
+    many = Catalog(
+        "big", tuple(op(f"op_{i}", f"Operation {i}.", f"cat{i % 300}" if i < 600 else "big") for i in range(900))
+    )
+    text = build_surface(many, "search", {}).static_tools()[0].description
+    assert text.startswith("Search 900 operations (big, cat0, cat1, ") and "and 281 more categories)" in text
+    assert text.count(", ") == 19  # 20 named
+    every = build_surface(many, "search", {"max_categories": None}).static_tools()[0].description
+    assert "cat299" in every and "more categories" not in every
+    code = build_surface(many, "code", {"sdk": "search", "max_categories": 3}).static_tools()[0].description
+    assert "(big, cat0, cat1 and 298 more categories)" in code
+    with pytest.raises(ValueError, match="max_categories=0"):
+        build_surface(many, "search", {"max_categories": 0})
