@@ -6,7 +6,8 @@ per catalog content, a second run (fresh process, weights loaded, vectors read) 
 importer on GitHub's 13 MB REST description (`@octokit/openapi` 23.0.2) <= 3 s.
 
 The 10,000-operation catalog is forge's 96 operations grown with the pool (`surfbench pool build`:
-Gitea, BFCL, and GitHub when `surfbench pool fetch-github` has fetched it), seed 0. The static report
+Gitea, BFCL, GitHub and the APIs.guru directory once `surfbench pool fetch-github` / `fetch-directory`
+have fetched them), seed 0. The static report
 runs the real CLI in a fresh process: best of 3 with the cache warm (the target: its token totals are
 kept per catalog content, bench/surface_report.py), and once with an empty cache (reported, not a
 target: it counts every tool's tokens, about 2 s more on 10,000 operations). The embedding cases use
