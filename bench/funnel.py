@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from surfbench.bench.markdown import markdown_table
 from surfbench.bench.retrieval_eval import expected_ops
 
 RETRIEVAL_KINDS = ("preselect", "search", "lazy", "code")  # code: its search variant (search_api in the program)
@@ -176,12 +177,10 @@ def funnel_section(rows: Sequence[FunnelRow]) -> list[str]:
     """The report's funnel section (markdown), or nothing when no run has a retrieval surface."""
     if not rows:
         return []
-    head = "| " + " | ".join(FUNNEL_HEAD) + " |\n|" + "---|" * len(FUNNEL_HEAD)
-    body = "\n".join("| " + " | ".join(cells) + " |" for cells in funnel_table(rows))
     return [
         "## Retrieval funnel (preselect, search, lazy, code with search_api)\n\n"
         "Per cell: share of expected operations the surface "
         "showed or returned (retrieved), their mean reciprocal rank, then selection, first-try arguments and "
         "success. Zero shown: episodes in which the surface showed or returned no operation at all "
-        f"(retrieval failed, not the model).\n\n{head}\n{body}"
+        "(retrieval failed, not the model).\n\n" + markdown_table(FUNNEL_HEAD, funnel_table(rows))
     ]

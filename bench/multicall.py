@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from surfbench.bench.markdown import markdown_table
+
 MULTI_HEAD = ["model", "surface", "tasks", "round trips / episode", "vs baseline (same tasks)", "success"]
 
 
@@ -61,12 +63,12 @@ def multicall_section(rows: Sequence[MultiCallRow], baseline: str) -> list[str]:
     """The report's section (markdown), or nothing when no task expects two or more calls."""
     if not rows:
         return []
-    lines = ["| " + " | ".join(MULTI_HEAD) + " |", "|" + "---|" * len(MULTI_HEAD)]
+    body = []
     for r in rows:
         ratio = "baseline" if r.surface == baseline else ("n/a" if r.ratio is None else f"{r.ratio:.2f}x")
-        lines.append(f"| {r.model} | {r.surface} | {r.tasks} | {r.round_trips:.1f} | {ratio} | {r.success:.0%} |")
+        body.append([r.model, r.surface, str(r.tasks), f"{r.round_trips:.1f}", ratio, f"{r.success:.0%}"])
     return [
         "## Tasks with two or more expected calls\n\nRound trips (model calls) per episode on the tasks that "
         "expect two or more calls, where one program (code mode) or parallel calls can save model calls; "
-        f"the ratio is against `{baseline}` on the tasks both ran.\n\n" + "\n".join(lines)
+        f"the ratio is against `{baseline}` on the tasks both ran.\n\n" + markdown_table(MULTI_HEAD, body)
     ]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from surfbench.bench.figures import draw_all
 from surfbench.bench.funnel import funnel_section
+from surfbench.bench.markdown import markdown_table
 from surfbench.bench.multicall import multicall_section
 from surfbench.bench.report_choices import ACCESS_HEAD, access_table, picks_table
 from surfbench.bench.report_data import (
@@ -34,12 +35,6 @@ from surfbench.bench.report_data import (
 from surfbench.bench.scale_figure import scale_section
 
 
-def _md(head: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines)
-
-
 def markdown(data: ReportData, figures: dict[str, str]) -> str:
     """The report as markdown; ``figures``: figure title -> image path relative to the report."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -47,30 +42,30 @@ def markdown(data: ReportData, figures: dict[str, str]) -> str:
     if data.scripted:
         parts.append("> **Scripted model in these runs: not a measurement.**")
     parts += [f"> Note: {note}" for note in data.notes]
-    parts.append("## Surfaces x models\n\n" + _md(CELL_HEAD, cell_table(data)))
+    parts.append("## Surfaces x models\n\n" + markdown_table(CELL_HEAD, cell_table(data)))
     if data.paired:
         parts.append(
             f"## Paired against `{data.baseline}` (same tasks)\n\nSuccess: McNemar's exact test on discordant "
             "pairs. First-try argument accuracy: difference with a 95% paired-bootstrap interval. MDE: the "
             "smallest difference these pairs detect at 80% power, 5% two-sided; a smaller difference can "
             "neither be shown nor ruled out here (`surfbench plan` says what would).\n\n"
-            + _md(PAIRED_HEAD, paired_table(data))
+            + markdown_table(PAIRED_HEAD, paired_table(data))
         )
     pk_rows = pass_k_table(data)
     if pk_rows:
         parts.append(
             "## Repeats: pass@k and pass^k\n\npass@k: at least one of k repeats succeeds; pass^k: all k "
-            "succeed (tau-bench). Wilson intervals over tasks.\n\n" + _md(PASS_K_HEAD, pk_rows)
+            "succeed (tau-bench). Wilson intervals over tasks.\n\n" + markdown_table(PASS_K_HEAD, pk_rows)
         )
     head, rows = per_op_table(data)
-    parts.append("## First-try argument accuracy per operation (hottest first)\n\n" + _md(head, rows))
+    parts.append("## First-try argument accuracy per operation (hottest first)\n\n" + markdown_table(head, rows))
     err_head, err_rows = error_table(data)
     if err_rows:
         parts.append(
             "## Error types: share of episodes with each (at least once)\n\n"
             "Suite-specific failure modes (e.g. the workspace suite's `steps_and_pipe`, `pipe_for_steps`, "
             "`steps_for_pipe`, `inline_reimplementation`) appear here with the scorer's own types.\n\n"
-            + _md(err_head, err_rows)
+            + markdown_table(err_head, err_rows)
         )
     parts += choice_sections(data)
     parts += funnel_section(data.funnel)  # preselect, search, lazy: where tasks are lost (bench.funnel)
@@ -92,12 +87,13 @@ def choice_sections(data: ReportData) -> list[str]:
         parts.append(
             "## Alternatives picked (`one_of`)\n\nPer expected call with alternatives: the episodes whose first "
             "attempt called each alternative (`none`: no alternative was called).\n\n"
-            + _md(*picks_table(data.picks, _column_order, data.originals))
+            + markdown_table(*picks_table(data.picks, _column_order, data.originals))
         )
     if data.access:
         parts.append(
             "## First-try argument accuracy: read vs write operations\n\nRead: operations the catalog marks "
-            "read-only (MCP `readOnlyHint`); write: every other.\n\n" + _md(ACCESS_HEAD, access_table(data.access))
+            "read-only (MCP `readOnlyHint`); write: every other.\n\n"
+            + markdown_table(ACCESS_HEAD, access_table(data.access))
         )
     return parts
 

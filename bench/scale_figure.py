@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from surfbench.bench.fit import DOES_NOT_FIT_PREFIX
+from surfbench.bench.markdown import markdown_table
 from surfbench.bench.metrics import wilson
 
 
@@ -151,10 +152,8 @@ def scale_section(points: Sequence[ScalePoint]) -> list[str]:
     """The report's "Catalog size" section (runs with more than one catalog size), else nothing."""
     if len({p.operations for p in points}) < 2:
         return []
-    lines = ["| " + " | ".join(SCALE_HEAD) + " |", "|" + "---|" * len(SCALE_HEAD)]
-    lines += ["| " + " | ".join(row) + " |" for row in scale_rows(points)]
     return [
         "## Catalog size\n\nEach surface against the number of operations in the catalog (the suite's own "
         'plus seeded distractors, `catalog.grow`). "does not fit": the first request was predicted not to '
-        "fit the model's context, and no episode was sent.\n\n" + "\n".join(lines)
+        "fit the model's context, and no episode was sent.\n\n" + markdown_table(SCALE_HEAD, scale_rows(points))
     ]

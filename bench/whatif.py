@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from surfbench.bench.config import ConfigError
+from surfbench.bench.markdown import markdown_table
 from surfbench.bench.metrics import fmt, summarize_cell
 from surfbench.bench.replay import RecordedEpisode, Rescored, Suites, group_by_cell, load_episodes, rescore, self_check
 from surfbench.bench.stuck import RepeatTracker, scan, step_output
@@ -197,11 +198,6 @@ def _delta(m: MetricDelta) -> str:
     return f"{d:+.1f}{unit}{ci}"
 
 
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
-
-
 def describe(o: Outcome) -> str:
     """One line on an episode whose outcome the cut changes."""
     b, a = o.before.score, o.after.score
@@ -281,7 +277,7 @@ def format_cells(run: str, k: int, cells: list[CellEffect]) -> str:
             f"({_pct(saved, c.latency_before)})"
         )
         rows = [[m.label, fmt(m.before, _kind(m.name)), fmt(m.after, _kind(m.name)), _delta(m)] for m in c.metrics]
-        parts.append(_table(["metric", "before", "after", "after - before [95% CI]"], rows))
+        parts.append(markdown_table(["metric", "before", "after", "after - before [95% CI]"], rows))
         changed = c.changed
         if changed:
             parts.append("\noutcome changes (escaped a loop):\n" + "\n".join(f"- {describe(o)}" for o in changed))
@@ -301,7 +297,7 @@ def run_whatif(setting: str, runs: Sequence[str | Path], summary_only: bool = Fa
             if not summary_only:
                 sections.append(format_cells(str(run), k, effects[k]))
     head = f"# whatif {setting}\n\n" + "\n".join(checks)
-    return "\n\n".join([head, "## Summary\n\n" + _table(SUMMARY_HEAD, summary), *sections]) + "\n"
+    return "\n\n".join([head, "## Summary\n\n" + markdown_table(SUMMARY_HEAD, summary), *sections]) + "\n"
 
 
 def main(setting: str, runs: Sequence[str], out: str | None = None, summary_only: bool = False) -> int:
