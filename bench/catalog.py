@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -140,11 +141,8 @@ class Catalog:
         cats = self.categories
         if limit is None or len(cats) <= limit:
             return ", ".join(cats)
-        counts: dict[str, int] = {}
-        for op in self.operations:
-            counts[op.category] = counts.get(op.category, 0) + 1
-        order = {c: i for i, c in enumerate(cats)}
-        top = sorted(cats, key=lambda c: (-counts[c], order[c]))[:limit]
+        counts = Counter(op.category for op in self.operations)
+        top = sorted(cats, key=lambda c: -counts[c])[:limit]  # stable: ties keep first-seen order
         return ", ".join(top) + f" and {len(cats) - limit:,} more categories"
 
     @cached_property
