@@ -129,7 +129,9 @@ class RunStore:
     def prepare(self) -> None:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            probe = self.root / ".write-probe"
+            # a name of its own: processes sharing the folder prepare at once, and one's unlink must
+            # not pull the probe from under another's
+            probe = self.root / f".write-probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
             probe.write_text("ok")
             probe.unlink()
         except OSError as exc:

@@ -201,3 +201,14 @@ def test_result_files_take_the_umask(tmp_path: Path, umask: int, mode: int):
     assert {str(p.relative_to(tmp_path)): oct(stat.S_IMODE(p.stat().st_mode)) for p in files} == {
         str(p.relative_to(tmp_path)): oct(mode) for p in files
     }
+
+
+def test_preparing_a_folder_another_process_is_preparing_succeeds(tmp_path: Path):
+    # CI saw the second of two runs refused ("results directory ... is not writable (No such file or
+    # directory)"): both wrote and removed one fixed probe name, and one removed the other's probe. A
+    # probe name left by another process (here a folder, which cannot be written or unlinked) is no
+    # business of this one's.
+    root = tmp_path / "shared"
+    (root / ".write-probe").mkdir(parents=True)
+    RunStore(root).prepare()
+    assert [p.name for p in root.iterdir()] == [".write-probe"], "its own probe removed, nothing else"
