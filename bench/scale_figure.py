@@ -88,10 +88,13 @@ def draw_scale(points: Sequence[ScalePoint], path: Path) -> Path:
         ("latency_s", "model latency / episode (s)"),
     ]
     lines = sorted({(p.surface, p.model) for p in points})
+    # a colour per surface, a line style (and marker) per model: two models' lines of one surface pair up
+    surfaces, models = sorted({s for s, _ in lines}), sorted({m for _, m in lines})
     for ax, (attr, title) in zip(axes.flat, panels, strict=True):
-        for i, line in enumerate(lines):
+        for line in lines:
+            i, j = surfaces.index(line[0]), models.index(line[1])
             mine = sorted((p for p in points if (p.surface, p.model) == line), key=lambda p: p.operations)
-            label = f"{line[0]} / {line[1]}" if len({m for _, m in lines}) > 1 else line[0]
+            label = f"{line[0]} / {line[1]}" if len(models) > 1 else line[0]
             xs, ys, lo, hi = [], [], [], []
             for p in mine:
                 value = getattr(p, attr)
@@ -103,10 +106,11 @@ def draw_scale(points: Sequence[ScalePoint], path: Path) -> Path:
                 ys.append(v * scale)
                 lo.append((v - value[1]) * scale if isinstance(value, tuple) else 0.0)
                 hi.append((value[2] - v) * scale if isinstance(value, tuple) else 0.0)
-            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", color=f"C{i}", label=label, capsize=3)
+            style = {"color": f"C{i % 10}", "linestyle": ("-", "--", ":", "-.")[j % 4], "marker": "os^D"[j % 4]}
+            ax.errorbar(xs, ys, yerr=[lo, hi], label=label, capsize=3, **style)
             unfit = [p.operations for p in mine if p.does_not_fit]
             if unfit:
-                ax.plot(unfit, [0] * len(unfit), "x", color=f"C{i}", markersize=9,
+                ax.plot(unfit, [0] * len(unfit), "x", color=f"C{i % 10}", markersize=9,
                         label=f"{label}: does not fit" if attr == "first_try" else None)  # fmt: skip
         ax.set_xscale("log")
         ax.set_xlabel("operations in the catalog (N)")

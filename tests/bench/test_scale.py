@@ -220,3 +220,28 @@ def test_scale_points_mark_cells_that_do_not_fit():
     assert "| m | full | 96 | 1 | 100% [21%, 100%] | 100% | 100 | 1.0 s |" in section
     assert "| m | full | 4,096 | 1 | does not fit | - | - | - |" in section
     assert scale_section(points[:1]) == []  # one size: no section
+
+
+def test_the_scale_figure_pairs_two_models_lines_of_a_surface_by_colour(tmp_path: Path, monkeypatch):
+    import matplotlib.figure
+
+    from surfbench.bench.scale_figure import ScalePoint, draw_scale
+
+    drawn: list[matplotlib.figure.Figure] = []
+    save = matplotlib.figure.Figure.savefig
+    keep = lambda fig, *a, **k: (drawn.append(fig), save(fig, *a, **k))  # noqa: E731
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", keep)
+    rate = (0.5, 0.2, 0.8)
+    points = [
+        ScalePoint(surface, model, n, 45, False, rate, rate, 1000.0, 5.0)
+        for surface in ("full", "preselect", "search")
+        for model in ("small", "large")
+        for n in (96, 1024)
+    ]
+    assert draw_scale(points, tmp_path / "scale.png").is_file()
+    lines = {bars.get_label(): bars.lines[0] for bars in drawn[0].axes[0].containers}  # errorbar: data line first
+    assert len(lines) == 6, sorted(lines)
+    for surface in ("full", "preselect", "search"):
+        small, large = lines[f"{surface} / small"], lines[f"{surface} / large"]
+        assert small.get_color() == large.get_color() and small.get_linestyle() != large.get_linestyle()
+    assert len({lines[f"{s} / small"].get_color() for s in ("full", "preselect", "search")}) == 3
