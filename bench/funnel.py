@@ -154,8 +154,14 @@ def funnel_rows(runs: Sequence[str | Path], frame: Any, infos: dict[str, dict[st
     return [
         FunnelRow(surface, model, size, r["n"], r["recall"] / r["n"], r["rr"] / r["n"], r["sel"] / r["n"],
                   r["ft"] / r["calls"] if r["calls"] else 0.0, r["ok"] / r["n"], tuple(sorted(set(r["zero"]))))
-        for (surface, model, size), r in sorted(acc.items())
+        for (surface, model, size), r in sorted(acc.items(), key=_funnel_order)
     ]  # fmt: skip
+
+
+def _funnel_order(item: tuple[tuple[str, str, int], Any]) -> tuple[str, int, str, str]:
+    """By surface config, then catalog size (as a number: 256 before 1,024), then model, then label."""
+    (surface, model, size), _ = item
+    return (surface.split("[")[0], size, model, surface)
 
 
 FUNNEL_HEAD = ["surface", "model", "ops", "episodes", "retrieved", "MRR", "selection", "first-try", "success",

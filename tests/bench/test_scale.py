@@ -245,3 +245,18 @@ def test_the_scale_figure_pairs_two_models_lines_of_a_surface_by_colour(tmp_path
         small, large = lines[f"{surface} / small"], lines[f"{surface} / large"]
         assert small.get_color() == large.get_color() and small.get_linestyle() != large.get_linestyle()
     assert len({lines[f"{s} / small"].get_color() for s in ("full", "preselect", "search")}) == 3
+
+
+def test_funnel_rows_of_a_surface_read_in_catalog_size_order():
+    from surfbench.bench.funnel import _funnel_order
+
+    cells = [("search", "m", 96), ("preselect[grow=1024]", "m", 1024), ("preselect[grow=256]", "big", 256),
+             ("preselect[grow=256]", "m", 256), ("preselect", "m", 96)]  # fmt: skip
+    ordered = [key for key, _ in sorted(((c, None) for c in cells), key=_funnel_order)]
+    assert [(s, m) for s, m, _ in ordered] == [
+        ("preselect", "m"),
+        ("preselect[grow=256]", "big"),
+        ("preselect[grow=256]", "m"),
+        ("preselect[grow=1024]", "m"),
+        ("search", "m"),
+    ]  # by text, 1,024 came before 256, and a model's sizes were apart from the other's
