@@ -80,7 +80,7 @@ def draw_scale(points: Sequence[ScalePoint], path: Path) -> Path:
     from surfbench.bench.figures import _plt
 
     plt = _plt()
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+    fig, axes = plt.subplots(2, 2, figsize=(10, 8))
     panels = [
         ("first_try", "first-try argument accuracy (%)"),
         ("selection", "tool selection (%)"),
@@ -109,15 +109,22 @@ def draw_scale(points: Sequence[ScalePoint], path: Path) -> Path:
             style = {"color": f"C{i % 10}", "linestyle": ("-", "--", ":", "-.")[j % 4], "marker": "os^D"[j % 4]}
             ax.errorbar(xs, ys, yerr=[lo, hi], label=label, capsize=3, **style)
             unfit = [p.operations for p in mine if p.does_not_fit]
-            if unfit:
-                ax.plot(unfit, [0] * len(unfit), "x", color=f"C{i % 10}", markersize=9,
-                        label=f"{label}: does not fit" if attr == "first_try" else None)  # fmt: skip
+            if unfit:  # one legend entry for every such marker (below), not one per line
+                ax.plot(unfit, [0] * len(unfit), "x", color=f"C{i % 10}", markersize=9, label="_unfit")
         ax.set_xscale("log")
         ax.set_xlabel("operations in the catalog (N)")
         ax.set_title(title, fontsize=9)
-    axes.flat[0].legend(fontsize=6)
+    # the legend below the panels, where it hides no point; x markers explained once
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    if any(p.does_not_fit for p in points):
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], marker="x", color="grey", linestyle="none", markersize=9))
+        labels.append("x at 0: does not fit the context (no episode sent)")
+    rows = -(-len(labels) // 3)
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7, frameon=False)
     fig.suptitle("Catalog size: accuracy and cost against N")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, min(0.45, 0.03 * rows + 0.02), 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
