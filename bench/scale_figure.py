@@ -90,11 +90,15 @@ def draw_scale(points: Sequence[ScalePoint], path: Path) -> Path:
     lines = sorted({(p.surface, p.model) for p in points})
     # a colour per surface, a line style (and marker) per model: two models' lines of one surface pair up
     surfaces, models = sorted({s for s, _ in lines}), sorted({m for _, m in lines})
+    drawn = []  # per line, once for the four panels: its points by N, legend label and style
+    for surface, model in lines:
+        i, j = surfaces.index(surface), models.index(model)
+        mine = sorted((p for p in points if (p.surface, p.model) == (surface, model)), key=lambda p: p.operations)
+        label = f"{surface} / {model}" if len(models) > 1 else surface
+        style = {"color": f"C{i % 10}", "linestyle": ("-", "--", ":", "-.")[j % 4], "marker": "os^D"[j % 4]}
+        drawn.append((mine, label, style))
     for ax, (attr, title) in zip(axes.flat, panels, strict=True):
-        for line in lines:
-            i, j = surfaces.index(line[0]), models.index(line[1])
-            mine = sorted((p for p in points if (p.surface, p.model) == line), key=lambda p: p.operations)
-            label = f"{line[0]} / {line[1]}" if len(models) > 1 else line[0]
+        for mine, label, style in drawn:
             xs, ys, lo, hi = [], [], [], []
             for p in mine:
                 value = getattr(p, attr)
@@ -106,11 +110,10 @@ def draw_scale(points: Sequence[ScalePoint], path: Path) -> Path:
                 ys.append(v * scale)
                 lo.append((v - value[1]) * scale if isinstance(value, tuple) else 0.0)
                 hi.append((value[2] - v) * scale if isinstance(value, tuple) else 0.0)
-            style = {"color": f"C{i % 10}", "linestyle": ("-", "--", ":", "-.")[j % 4], "marker": "os^D"[j % 4]}
             ax.errorbar(xs, ys, yerr=[lo, hi], label=label, capsize=3, **style)
             unfit = [p.operations for p in mine if p.does_not_fit]
             if unfit:  # one legend entry for every such marker (below), not one per line
-                ax.plot(unfit, [0] * len(unfit), "x", color=f"C{i % 10}", markersize=9, label="_unfit")
+                ax.plot(unfit, [0] * len(unfit), "x", color=style["color"], markersize=9, label="_unfit")
         ax.set_xscale("log")
         ax.set_xlabel("operations in the catalog (N)")
         ax.set_title(title, fontsize=9)
@@ -121,8 +124,9 @@ def draw_scale(points: Sequence[ScalePoint], path: Path) -> Path:
 
         handles.append(Line2D([], [], marker="x", color="grey", linestyle="none", markersize=9))
         labels.append("x at 0: does not fit the context (no episode sent)")
-    rows = -(-len(labels) // 3)
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7, frameon=False)
+    ncol = 3
+    rows = -(-len(labels) // ncol)
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=7, frameon=False)
     fig.suptitle("Catalog size: accuracy and cost against N")
     fig.tight_layout(rect=(0, min(0.45, 0.03 * rows + 0.02), 1, 1))
     fig.savefig(path, dpi=110)
