@@ -3,9 +3,23 @@
 A cell is identified by a hash of everything that can change an episode: the resolved surface
 (kind and parameters), the model settings that shape a reply (provider model id or the embedded
 weights' sha256, calling mode, prompt format, temperature, max_tokens, n_ctx, seed), the suite
-(name, catalog content, system prompt, step limit), the stuck-episode stop and the scoring
-version. An episode's key adds its task's content hash and the repeat, so a sweep over a parameter,
-an edited task or an edited catalog never reuses an old episode.
+(name, catalog content, system prompt, step limit), the stuck-episode stop, the scoring version, and
+what the surface shows and runs (:func:`surface_text`, :func:`surface_code`). An episode's key adds its
+task's content hash and the repeat, so a sweep over a parameter, an edited task, an edited catalog or
+an edited surface never reuses an old episode.
+
+A surface enters the identity twice. Its *text*: the system text and every tool a first turn can show
+(``Surface.candidate_tools``: the static block; for preselect, whose tools depend on the request, the
+typed tool of every candidate), as the model would read them (tool order and schema key order kept).
+Its *code*: the source of the module that defines the surface class (and its session class), of every
+module of the same package those import, directly or through each other (code mode's ``_code_calls``,
+``_sdk``, ``_exec``; ``lazy`` for ``search``; ``listing``), of a file beside them that they name (code
+mode's ``_code_runtime.py``, run as text in the sandbox), and of the contract modules whose texts every
+surface returns (:data:`CONTRACT_MODULES`). The code is hashed, not declared: an error text, a meta
+answer or a routing rule that changes shows in no first turn, and a declared version would be forgotten
+when one of them is edited. The price is that any edit of those files, a comment too, makes new cells.
+Hashes are of file contents (line endings normalised) by module name, never of paths, addresses or
+times, so a copy of the repository elsewhere, another process or another hash seed gives the same key.
 
 Keys are readable (suite, surface label, model label, mode, task id, repeat) but the readable part
 is only a prefix: the hash at the end keeps two episodes apart however their ids are spelled (``a/b``
@@ -14,11 +28,17 @@ and ``a b``) and however long they are.
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
+import importlib.util
+import inspect
 import json
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 SCORING_VERSION = 2
@@ -105,6 +125,113 @@ def label(name: str, resolved: Mapping[str, Any], shipped: Mapping[str, Any] | N
     return f"{name}[{','.join(diffs)}]" if diffs else name
 
 
+CONTRACT_MODULES = ("surfbench.bench.surface", "surfbench.bench.validation")
+"""Core modules whose texts every surface returns (a call to a tool not shown, invalid arguments)."""
+
+_SIBLING = re.compile(r"[A-Za-z0-9_.-]+\.py")
+
+
+def _ordered_hash(value: Any) -> str:
+    """sha256 of the JSON of ``value`` in its own order (the order a model reads it; sets sorted), 16 hex digits."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_stable)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _stable(value: Any) -> Any:
+    return sorted(value, key=str) if isinstance(value, set | frozenset) else str(value)
+
+
+def surface_text(surface: Any) -> str:
+    """Hash of what ``surface`` shows on a first turn: its system text and ``candidate_tools()``, in order."""
+    tools = [[t.name, t.description, t.parameters] for t in surface.candidate_tools()]
+    return _ordered_hash({"system": surface.system_text(), "tools": tools})
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data.replace(b"\r\n", b"\n")).hexdigest()[:16]
+
+
+def _module_file(name: str) -> Path | None:
+    """The source file of module ``name`` (imported or importable), or None."""
+    origin = getattr(sys.modules.get(name), "__file__", None)
+    if origin is None:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            return None
+        origin = spec.origin if spec is not None else None
+    path = Path(origin) if origin else None
+    return path if path is not None and path.suffix == ".py" and path.is_file() else None
+
+
+@functools.lru_cache(maxsize=512)
+def _scan(path: Path, package: str, _stamp: tuple[int, int]) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """A source file's hash, the modules it imports (absolute names) and the ``*.py`` names it holds as text."""
+    data = path.read_bytes()
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return _digest(data), (), ()
+    imports: list[str] = []
+    named: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imports += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".") if package else []
+            base = ".".join(parts[: len(parts) - node.level + 1] + [node.module or ""]) if node.level else node.module
+            base = (base or "").strip(".")
+            imports += [base, *(f"{base}.{a.name}" for a in node.names)]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _SIBLING.fullmatch(node.value):
+            named.append(node.value)
+    return _digest(data), tuple(imports), tuple(named)
+
+
+def _walk(name: str, scope: str, out: dict[str, str]) -> None:
+    """Add module ``name``, the modules of package ``scope`` it imports and the files beside it that it names."""
+    path = _module_file(name)
+    if name in out or path is None:
+        return
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    stat = path.stat()
+    digest, imports, named = _scan(path, package, (stat.st_mtime_ns, stat.st_size))
+    out[name] = digest
+    for file_name in named:
+        sibling = path.parent / file_name
+        key = f"{package}/{file_name}" if package else file_name
+        if key not in out and sibling.is_file():
+            out[key] = _digest(sibling.read_bytes())
+    for imported in imports:
+        if scope and imported.startswith(f"{scope}.") and imported not in CONTRACT_MODULES:
+            _walk(imported, scope, out)
+
+
+def surface_code(surface_cls: type) -> dict[str, str]:
+    """Module (or file) -> hash of its source, for every source file of a surface's code (module docstring).
+
+    A surface class defined where no source file is (``exec``) is named by its class source, or by name.
+    """
+    from surfbench.bench.surface import Session, Surface
+
+    out: dict[str, str] = {}
+    for name in CONTRACT_MODULES:
+        _walk(name, "", out)
+    session_cls = getattr(surface_cls, "session_class", Session)
+    for cls in (*surface_cls.__mro__, *session_cls.__mro__):
+        if not issubclass(cls, Surface | Session) or cls.__module__ in out:
+            continue
+        path = _module_file(cls.__module__)
+        if path is not None:
+            scope = cls.__module__ if path.name == "__init__.py" else cls.__module__.rpartition(".")[0]
+            _walk(cls.__module__, scope, out)
+            continue
+        try:
+            out[f"{cls.__module__}:{cls.__qualname__}"] = _digest(inspect.getsource(cls).encode("utf-8"))
+        except (OSError, TypeError):
+            out[f"{cls.__module__}:{cls.__qualname__}"] = "no source"
+    return dict(sorted(out.items()))
+
+
 @dataclass(frozen=True)
 class CellIdentity:
     """Everything that can change an episode of a cell; ``cell_id`` is its hash."""
@@ -123,6 +250,10 @@ class CellIdentity:
     backend_options: dict[str, Any] = field(default_factory=dict)
     """The backend's options (sandbox limits, ...): they can change what a command does."""
     scoring_version: int = SCORING_VERSION
+    surface_text: str = ""
+    """Hash of what the surface shows on a first turn (:func:`surface_text`)."""
+    surface_code: dict[str, str] = field(default_factory=dict)
+    """Module -> hash of each source file of the surface's code (:func:`surface_code`)."""
 
     @property
     def cell_id(self) -> str:

@@ -19,6 +19,8 @@ from surfbench.bench.identity import (
     canonical_hash,
     label,
     model_identity,
+    surface_code,
+    surface_text,
     task_hash,
 )
 from surfbench.bench.identity import episode_key as make_episode_key
@@ -115,6 +117,8 @@ class Cell:
             max_steps=self.settings.max_steps,
             stop_on_repeat=self.settings.stop_on_repeat,
             backend_options=self.backend_options,
+            surface_text=surface_text(self.surface),  # what it shows and what it runs: an edited surface is new
+            surface_code=surface_code(type(self.surface)),
         )
 
     @property

@@ -207,6 +207,18 @@ class Surface:
     def static_tools(self) -> list[ToolSpec]:
         return []
 
+    def candidate_tools(self) -> list[ToolSpec]:
+        """Every tool a first turn can show, whatever the request (part of the cell identity).
+
+        The static block and, on a request-dependent surface, the typed tool of every operation a request could
+        select (its ``reachable()`` operations). With ``system_text()`` this is what the surface shows in the cell
+        identity (:mod:`surfbench.bench.identity`): a surface whose descriptions change is another cell. Override
+        it when a request can select other tools.
+        """
+        if self.request_dependent:
+            return [*self.static_tools(), *(typed_tool(op) for op in self.reachable())]
+        return self.static_tools()
+
     def system_text(self) -> str:
         return self.instructions
 
