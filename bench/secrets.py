@@ -14,7 +14,11 @@ must not land in a table either. What counts as a credential, by value, wherever
 - the password of every URL in an environment variable (``DATABASE_URL=postgres://app:PASSWORD@db``);
 - by pattern, the password of any ``scheme://user:password@host`` in any text redacted, registered or
   not (a URL the model writes, or one in a task prompt). A user name alone (``https://TOKEN@host``) is
-  not taken for a password: ``ssh://git@host`` is too common.
+  not taken for a password: ``ssh://git@host`` is too common. Such a password is registered as well
+  (:func:`register_text`, called by :func:`redact` before it replaces anything), so that the model
+  echoing it alone later (``the password is PASSWORD``) is redacted too; the passwords in the URLs of a
+  suite's task turns are registered when the suite is loaded, before any model call, since the model
+  may echo one before the turn holding its URL is ever written.
 
 Registered values are also redacted in the forms JSON and URLs give them (escaped quotes, backslashes,
 ``%40``), since results and the cache hold JSON text.
@@ -24,7 +28,11 @@ so a short or common one would corrupt innocent text everywhere (``AUTH_ENABLED=
 JSON ``true`` of every table into a label). Not registered, hence not redacted: values shorter than
 :data:`MIN_LENGTH` (4) characters, switch words (``true``, ``off``, ``none``, ...; :data:`COMMON_VALUES`)
 and numbers of fewer than 8 digits (``AUTH_TIMEOUT=3600``). A 4-character key is redacted; a 3-character
-one is not (no real credential is that short).
+one is not (no real credential is that short). A password found by pattern in free text (a prompt, a
+model's answer, a tool result) is anyone's example, so it is registered only when it has at least
+:data:`TEXT_MIN_LENGTH` (6) characters and is not a placeholder (:data:`PLACEHOLDERS`: ``password``,
+``secret``, ``****``, ...): ``http://user:test@localhost`` must not turn every ``pytest`` into a label.
+Its own URL is redacted by pattern either way.
 """
 
 from __future__ import annotations
@@ -33,13 +41,22 @@ import json
 import logging
 import os
 import re
+import threading
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote, unquote
 
 _SECRETS: dict[str, str] = {}
+_LOCK = threading.Lock()  # redact() registers as it goes, on the worker threads of a concurrent cell too
 MIN_LENGTH = 4
 """Shorter values are not redacted (see the module docstring)."""
+TEXT_MIN_LENGTH = 6
+"""Shorter passwords found by pattern in free text are redacted only inside their URL."""
+PLACEHOLDERS = frozenset(
+    {"password", "passwd", "pass", "secret", "token", "admin", "root", "user", "username", "changeme", "example",
+     "test", "demo", "guest"}
+)  # fmt: skip
+"""Passwords of example URLs (``https://user:password@host``), redacted only inside their URL."""
 
 CREDENTIAL_WORDS = frozenset(
     {
@@ -100,9 +117,22 @@ def register(value: str | None, label: str) -> None:
     if not value or not worth_redacting(value):
         return
     forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], quote(value, safe="")}
-    for form in forms:
-        if worth_redacting(form):
-            _SECRETS.setdefault(form, label)  # the first label stays: the api_key_env name is the clearest
+    with _LOCK:
+        for form in forms:
+            if worth_redacting(form):
+                _SECRETS.setdefault(form, label)  # the first label stays: the api_key_env name is the clearest
+
+
+def register_text(text: str, label: str = URL_PASSWORD_LABEL) -> None:
+    """Redact from now on, alone too, the password of every ``scheme://user:password@host`` in ``text``.
+
+    For free text (a task's turns, model output, a tool result): placeholders and passwords shorter
+    than :data:`TEXT_MIN_LENGTH` are left to the pattern (see the module docstring).
+    """
+    for password in url_passwords(text):
+        text_form = password.strip()
+        if len(text_form) >= TEXT_MIN_LENGTH and text_form.lower() not in PLACEHOLDERS and len(set(text_form)) > 1:
+            register(password, label)
 
 
 def url_passwords(text: str) -> list[str]:
@@ -146,13 +176,21 @@ def _unquoted(value: str) -> str:
 
 
 def redact(text: str) -> str:
-    """``text`` with every registered secret and every URL password replaced by ``[redacted LABEL]``."""
-    present = [value for value in _SECRETS if value in text]
+    """``text`` with every registered secret and every URL password replaced by ``[redacted LABEL]``.
+
+    The URL passwords of ``text`` are registered first (:func:`register_text`): redacted alone here and
+    in every later text.
+    """
+    if "://" in text:
+        register_text(text, URL_PASSWORD_LABEL)
+    with _LOCK:
+        known = dict(_SECRETS)
+    present = [value for value in known if value in text]
     if present:
         # one pass, longest first: a secret inside another (a password inside its URL) and a label
         # holding a secret's text are never replaced twice
         pattern = re.compile("|".join(re.escape(v) for v in sorted(present, key=len, reverse=True)))
-        text = pattern.sub(lambda m: f"[redacted {_SECRETS[m.group()]}]", text)
+        text = pattern.sub(lambda m: f"[redacted {known[m.group()]}]", text)
     if "://" in text:
         text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}:[redacted {URL_PASSWORD_LABEL}]@", text)
     return text
