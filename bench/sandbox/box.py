@@ -30,6 +30,13 @@ processes x address space stays within the cap. bubblewrap holds the command (``
 the harness has moved it into its cgroup; the move waits for an RCU grace period in the kernel (~10
 ms), so it runs while bubblewrap sets the sandbox up, and each sandbox reuses its cgroups (a new one
 costs more to enter). A cgroup also counts the episode's files its commands wrote (they are in memory).
+
+Nothing of the harness's environment reaches a command: every process of the chain (``prlimit``,
+``nsenter``, bubblewrap, the disk's holder) starts with the command's own environment (``--clearenv``
+cleans only what bubblewrap starts, and bubblewrap is PID 1 of the command's namespace, its
+``/proc/1/environ`` readable). ``/proc`` shows only that namespace's processes. The command's open file
+descriptors: stdin, stdout, stderr, those the caller passes (code mode's pipes) and, with a disk quota,
+the two namespaces it already runs in (left open by ``nsenter``; they read as nothing).
 """
 
 from __future__ import annotations
@@ -49,11 +56,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 # Limits, Result and MB: callers import them from here too
-from surfbench.bench.sandbox.limits import DISK_QUOTA_EXCEEDED, MB, MEMORY_EXCEEDED, Limits, Result
+from surfbench.bench.sandbox.limits import DISK_QUOTA_EXCEEDED, MB, MEMORY_EXCEEDED, Limits, Result, limit_note
 from surfbench.bench.sandbox.memcap import FALLBACK_PROCS, Cgroup, MemoryCap, memory_cap
 from surfbench.bench.sandbox.memcap import (
     detect_memory_cap as detect_memory_cap,  # re-exported: callers import it from here
 )
+from surfbench.bench.sandbox.procs import _feed, _kill, _read_capped
 
 NOBODY = 65534  # the user a root harness drops to inside the sandbox
 MOUNT = "/work"  # where the episode directory appears inside the sandbox
@@ -71,6 +79,12 @@ class SandboxUnavailable(RuntimeError):
 
 def bwrap_path() -> str | None:
     return shutil.which("bwrap")
+
+
+@functools.cache
+def _tool(name: str) -> str:
+    """A util-linux program by its absolute path: it runs with the command's PATH, not the harness's."""
+    return shutil.which(name) or name
 
 
 @functools.cache
@@ -186,7 +200,7 @@ class Sandbox:
             "--", "sh", "-c", HOLD,  # holds the namespace until its stdin closes
         ]  # fmt: skip
         self.holder = holder = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.environment(),
             start_new_session=True, user=self.uid, group=self.uid, extra_groups=self.groups,
         )  # fmt: skip
         assert holder.stdout is not None and holder.stderr is not None
@@ -234,11 +248,16 @@ class Sandbox:
     def _capped(self) -> bool:
         return self.cap.mechanism != "rlimit" and bool(self.limits.memory_cap_bytes)
 
+    def environment(self) -> dict[str, str]:
+        """The command's whole environment; every process of the sandbox's chain starts with it too."""
+        path = f"{'' if _has_usr_python() else str(Path(sys.base_prefix).resolve() / 'bin') + ':'}"
+        path += f"{MOUNT}/tools:/usr/local/bin:/usr/bin:/bin"
+        return {"PATH": path, "HOME": MOUNT, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+
     def argv(self, command: list[str], readonly: bool = False, gate: tuple[int, int] | None = None) -> list[str]:
         """``gate``: (block fd, info fd) to hold the command until it is in its cgroup (bwrap --block-fd)."""
         lim = self.limits
-        path = f"{'' if _has_usr_python() else str(Path(sys.base_prefix).resolve() / 'bin') + ':'}"
-        path += f"{MOUNT}/tools:/usr/local/bin:/usr/bin:/bin"
+        env = [arg for name, value in self.environment().items() for arg in ("--setenv", name, value)]
         inner = [
             self.bwrap, *_system_binds(),
             "--proc", "/proc",
@@ -249,11 +268,7 @@ class Sandbox:
             "--unshare-all",
             "--die-with-parent",
             "--new-session",
-            "--clearenv",
-            "--setenv", "PATH", path,
-            "--setenv", "HOME", MOUNT,
-            "--setenv", "LANG", "C.UTF-8",
-            "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+            "--clearenv", *env,
             *(["--block-fd", str(gate[0]), "--info-fd", str(gate[1])] if gate else []),
             "--",
             *command,
@@ -261,10 +276,10 @@ class Sandbox:
         if self.holder:  # the user namespace first: it owns the mount namespace, and grants entering it
             mnt, user = self.ns_fds
             fds = [f"--user=/proc/self/fd/{user}", f"--mount=/proc/self/fd/{mnt}"]
-            inner = ["nsenter", *fds, "--preserve-credentials", "--", *inner]
+            inner = [_tool("nsenter"), *fds, "--preserve-credentials", "--", *inner]
         procs, memory = self.process_limits()
         limits = [f"--nproc={procs}", f"--fsize={lim.max_file_bytes}", f"--as={memory}", f"--cpu={lim.cpu_s}"]
-        return ["prlimit", *limits, "--", *inner]
+        return [_tool("prlimit"), *limits, "--", *inner]
 
     def run(
         self, command: list[str], stdin: str = "", readonly: bool = False, pass_fds: Sequence[int] = (),
@@ -291,7 +306,7 @@ class Sandbox:
                     proc = subprocess.Popen(
                         self.argv(command, readonly, gate), stdin=subprocess.PIPE, stdout=out, stderr=err,
                         pass_fds=[*self.ns_fds, *(gate or ()), *pass_fds], start_new_session=True, user=self.uid,
-                        group=self.uid, extra_groups=self.groups,
+                        group=self.uid, extra_groups=self.groups, env=self.environment(),
                     )  # fmt: skip
                     if group is not None:
                         self._enter(group, proc, fds)
@@ -346,11 +361,10 @@ class Sandbox:
         lim = self.limits
         said_nomem = not self._capped() and any(p in stderr for p in NOMEM)  # what a failed allocation prints
         if oom or (lim.memory_cap_bytes and said_nomem):
-            return MEMORY_EXCEEDED, f"memory limit: the command's processes may use {lim.memory_cap_bytes // MB} MB"
+            return MEMORY_EXCEEDED, limit_note(lim, MEMORY_EXCEEDED)
         filled = before is not None and used is not None and before < used >= lim.disk_quota_bytes - 64 * 1024
         if self.holder and (filled or any(p in stderr for p in ENOSPC)):  # filled it, or was refused a write
-            mb = lim.disk_quota_bytes // MB
-            return DISK_QUOTA_EXCEEDED, f"disk quota: the workspace holds at most {mb} MB, /tmp {mb} MB per command"
+            return DISK_QUOTA_EXCEEDED, limit_note(lim, DISK_QUOTA_EXCEEDED)
         return None, ""
 
 
@@ -367,33 +381,6 @@ def describe(limits: Limits | None = None) -> str:
     cap = memory_cap()
     memory = f"{lim.memory_cap_bytes // MB} MB per command by {cap.mechanism}: {cap.detail}"
     return f"disk: {disk}\nmemory: {memory if lim.memory_cap_bytes else 'no cap per command'}"
-
-
-def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
-    assert proc.stdin is not None
-    try:
-        if data:
-            proc.stdin.write(data)
-        proc.stdin.close()
-    except (BrokenPipeError, OSError):
-        pass
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the sandbox's whole session; its PID namespace takes every child with it."""
-    try:
-        os.killpg(proc.pid, 9)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
-
-
-def _read_capped(path: Path, cap: int) -> tuple[str, bool]:
-    with open(path, "rb") as fh:
-        data = fh.read(cap + 1)
-    cut = len(data) > cap
-    return data[:cap].decode("utf-8", "replace"), cut
 
 
 if __name__ == "__main__":

@@ -21,8 +21,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from surfbench.bench.sandbox.box import Sandbox, _kill
+from surfbench.bench.sandbox.box import Sandbox
 from surfbench.bench.sandbox.limits import Result
+from surfbench.bench.sandbox.procs import _kill
 
 MAX_FRAME = 1024 * 1024
 """Longest request line accepted (bytes); a longer one is replaced by :data:`OVERSIZE`."""

@@ -59,3 +59,11 @@ class Result:
         if self.truncated:
             parts.append("[output cut]")
         return "\n".join(parts)
+
+
+def limit_note(limits: Limits, error_type: str) -> str:
+    """What the model is told about the limit a command ran into (``Result.note``)."""
+    if error_type == MEMORY_EXCEEDED:
+        return f"memory limit: the command's processes may use {limits.memory_cap_bytes // MB} MB"
+    mb = limits.disk_quota_bytes // MB
+    return f"disk quota: the workspace holds at most {mb} MB, /tmp {mb} MB per command"
