@@ -9,7 +9,12 @@ recorded with its traceback.
 One tool call may run a program (code mode, :mod:`surfbench.bench.program`): the surface dispatches
 it as a :class:`~surfbench.bench.program.ProgramDispatch`, the loop runs it with an executor, and every
 call the program makes is executed on this loop's backend and recorded as a call of the same step,
-followed by the program's own record, whose result is what the model gets back.
+followed by the program's own record, whose result is what the model gets back. The peaks its
+sandbox measured (memory, scratch disk) become the episode's ``usage``, as a sandboxed backend's do.
+
+Every tool result is redacted (:func:`surfbench.bench.secrets.redact`) before it goes back to the model,
+not only before it is written: a registered secret a command, a program or a backend turns up never
+reaches the model endpoint.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from surfbench.bench.models.client import ContextOverflow, EndpointRefused
 from surfbench.bench.models.types import ModelClient, ModelRequest, ModelTurn, ParsedCall
 from surfbench.bench.program import Executed, ProgramDispatch
 from surfbench.bench.records import CallRecord, EpisodeTrace, StepRecord
+from surfbench.bench.secrets import redact
 from surfbench.bench.stuck import STUCK_REPEAT, RepeatTracker
 from surfbench.bench.suite import Task
 from surfbench.bench.surface import Dispatch, Session, ToolCall
@@ -117,7 +123,7 @@ def run_episode(
                     seed=settings.seed,
                 )
                 turn = client.complete(request)
-                groups = _run_calls(turn, session, backend, step, catalog_ops)
+                groups = _run_calls(turn, session, backend, step, catalog_ops, trace.usage)
                 calls = [record for group in groups for record in group]
                 trace.calls += calls
                 trace.steps.append(_step_record(step, request, turn, tools, system, calls))
@@ -125,7 +131,7 @@ def run_episode(
                 run = repeats.observe(trace.steps[-1], calls)
                 messages.append(_assistant_message(turn))
                 for call, group in zip(turn.tool_calls, groups, strict=False):  # the group's last record answers
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": group[-1].result})
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": redact(group[-1].result)})
                 if settings.stop_on_repeat is not None and run >= settings.stop_on_repeat:
                     trace.stopped = STUCK_REPEAT  # scored like max_steps: no answer, no further user turn
                     break
@@ -172,12 +178,13 @@ def _run_calls(
     backend: Backend,
     step: int,
     catalog_ops: Callable[[str], dict[str, Any] | None],
+    usage: dict[str, Any],
 ) -> list[list[CallRecord]]:
     """Per tool call, its records: one, or a program's canonical calls followed by the program's own."""
     groups: list[list[CallRecord]] = []
     index = 0
     for call in turn.tool_calls:
-        groups.append(_run_call(call, session, backend, step, index, catalog_ops))
+        groups.append(_run_call(call, session, backend, step, index, catalog_ops, usage))
         index += len(groups[-1])
     return groups
 
@@ -189,6 +196,7 @@ def _run_call(
     step: int,
     index: int,
     catalog_ops: Callable[[str], dict[str, Any] | None],
+    usage: dict[str, Any],
 ) -> list[CallRecord]:
     if call.arguments_error:
         text = f"Could not parse the arguments of {call.name}: {call.arguments_error}. Send valid JSON."
@@ -197,7 +205,7 @@ def _run_call(
         ]
     outcome: Dispatch = session.dispatch(ToolCall(call.name, call.arguments, call.id))
     if isinstance(outcome, ProgramDispatch) and outcome.run is not None:
-        return _run_program(outcome, call, backend, step, index, catalog_ops)
+        return _run_program(outcome, call, backend, step, index, catalog_ops, usage)
     return [_execute(outcome, call.name, call.arguments, step, index, backend, catalog_ops)[0]]
 
 
@@ -208,8 +216,13 @@ def _run_program(
     step: int,
     index: int,
     catalog_ops: Callable[[str], dict[str, Any] | None],
+    usage: dict[str, Any],
 ) -> list[CallRecord]:
-    """A program's calls, each executed and recorded like a direct call of this step, then the program's record."""
+    """A program's calls, each executed and recorded like a direct call of this step, then the program's record.
+
+    ``usage`` keeps the largest peaks any program of the episode reached (``memory_peak_bytes``,
+    ``disk_peak_bytes``), where its sandbox measured them.
+    """
     assert outcome.run is not None
     records: list[CallRecord] = []
 
@@ -225,6 +238,9 @@ def _run_program(
         )
 
     result = outcome.run(execute)
+    for name, peak in (("memory_peak_bytes", result.memory_peak_bytes), ("disk_peak_bytes", result.disk_peak_bytes)):
+        if peak is not None:
+            usage[name] = max(usage.get(name) or 0, peak)
     args = outcome.args if outcome.args is not None else call.arguments
     # the surface cut the program's output to its own limit (code mode: 16 KB), not RESULT_CHARS
     program = CallRecord(

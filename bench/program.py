@@ -47,6 +47,10 @@ class ProgramResult:
     """The tool result: printed output, the program's value or its error (already cut by the surface)."""
     error_type: str | None = None
     """Why the program itself failed (a type the surface declares), or None."""
+    memory_peak_bytes: int | None = None
+    """The most memory the program's processes held together, where a cgroup measured it."""
+    disk_peak_bytes: int | None = None
+    """The most its writable working directory held (None without one)."""
 
 
 @dataclass(frozen=True)

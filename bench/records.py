@@ -102,4 +102,6 @@ class EpisodeTrace:
     """Backend state at the end."""
     turn_states: list[Any] = field(default_factory=list)
     """Backend state after each user turn was answered (only for tasks with per-turn state checks)."""
+    usage: dict[str, Any] = field(default_factory=dict)
+    """What the episode's sandboxed programs used (code mode: ``memory_peak_bytes``, ``disk_peak_bytes``)."""
     wall_s: float = 0.0

@@ -49,7 +49,7 @@ def episode_rows(
     first_pos = {ft.call_position: ft for ft in score.first_tries if ft.call_position is not None}
     stuck = scan_repeats(steps, trace.calls)
     state = trace.state if isinstance(trace.state, dict) else {}
-    usage = state.get("usage") or {}  # a sandboxed backend's peaks (tasks/workspace)
+    usage = state.get("usage") or trace.usage  # a sandboxed backend's peaks (tasks/workspace), or its programs'
     episode = EpisodeRow(
         episode_key=key,
         run=run,

@@ -3,27 +3,34 @@
 Every request line from the program is untrusted. A well-formed one is ``{"id": n, "fn": name, "args":
 [...], "kwargs": {...}}`` (or the final ``{"done": true, ...}``); anything else is answered with an error
 and executes nothing. ``fn`` is routed like a direct call: ``describe`` / ``search_api`` (where the
-variant has them) are meta answers; a name the SDK does not define is ``not_exposed``; otherwise the
-operation's own schema validates the keywords (``Surface.route``) and the loop's executor runs it.
+variant has them) are meta answers; a name the SDK does not define is ``not_exposed``; in the search
+variant, a function no ``search_api`` call of this episode has returned is ``not_loaded``, as an
+operation no search returned is on the ``search`` surface (found, it is callable at once, in the same
+program); otherwise the operation's own schema validates the keywords (``Surface.route``) and the loop's
+executor runs it. Every reply is redacted (:func:`surfbench.bench.secrets.redact`): no registered
+secret a backend turns up reaches the program, which could otherwise print it in a form redaction
+misses. A program that ran into its sandbox's disk quota or memory cap gets that limit's error type.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.program import Execute, ProgramResult
-from surfbench.bench.sandbox.box import Sandbox
+from surfbench.bench.sandbox.box import ENOSPC, NOMEM, Sandbox
 from surfbench.bench.sandbox.channel import ChannelStats, run_with_channel
-from surfbench.bench.sandbox.limits import Result
-from surfbench.bench.surface import BAD_META_CALL, NOT_EXPOSED, SCHEMA_INVALID, Dispatch
+from surfbench.bench.sandbox.limits import DISK_QUOTA_EXCEEDED, MEMORY_EXCEEDED, Result, limit_note
+from surfbench.bench.secrets import redact
+from surfbench.bench.surface import BAD_META_CALL, NOT_EXPOSED, NOT_LOADED, SCHEMA_INVALID, Dispatch
 from surfbench.bench.validation import closest, short
 from surfbench.surfaces._sdk import stub
 
 if TYPE_CHECKING:
-    from surfbench.surfaces.code import CodeSurface
+    from surfbench.surfaces.code import CodeSession, CodeSurface
 
 CODE_SYNTAX_ERROR, CODE_EXCEPTION, CODE_TIMEOUT, NO_SDK_CALL = (
     "code_syntax_error", "code_exception", "code_timeout", "no_sdk_call",
@@ -33,6 +40,8 @@ CODE_ERRORS = {
     CODE_EXCEPTION: "code mode: the program raised, or ended without finishing (a limit, a crash)",
     CODE_TIMEOUT: "code mode: the program did not finish in time and was killed with everything it started",
     NO_SDK_CALL: "code mode: the program ran without calling any SDK function (an answer written, not looked up)",
+    DISK_QUOTA_EXCEEDED: "code mode: the program ran into its disk quota (scratch_mb: working directory and /tmp)",
+    MEMORY_EXCEEDED: "code mode: the program's processes ran into their memory cap (memory_mb)",
 }
 OUTPUT_CHARS = 16 * 1024
 RUNTIME = (Path(__file__).parent / "_code_runtime.py").read_text(encoding="utf-8")
@@ -47,9 +56,11 @@ def python_command(requests: int, replies: int) -> list[str]:
 class Program:
     """One program run; ``run(execute)`` is what the episode loop calls (:mod:`surfbench.bench.program`)."""
 
-    def __init__(self, surface: CodeSurface, code: str) -> None:
+    def __init__(self, surface: CodeSurface, code: str, session: CodeSession | None = None) -> None:
         self.surface = surface
         self.code = code
+        self.found: set[str] = session.found if session is not None else set()
+        """Operations a search_api call of the episode returned (the search variant calls only these)."""
         self.calls = 0
         self.malformed = 0
         self.done: dict[str, Any] | None = None
@@ -57,6 +68,8 @@ class Program:
         self.stats: ChannelStats | None = None
         self.setup_s = 0.0
         """Seconds to make the program's sandbox (its scratch disk) before the program starts."""
+        self.peaks: tuple[int | None, int | None] = (None, None)
+        """(memory, disk) peaks its sandbox measured."""
 
     def run(self, execute: Execute) -> ProgramResult:
         """Run the program in a fresh sandbox, answering its SDK calls through ``execute``."""
@@ -69,9 +82,22 @@ class Program:
         try:
             readonly = not surface.scratch_mb
             result, self.stats = run_with_channel(sandbox, python_command, self.handle, json.dumps(payload), readonly)
+            self.peaks = (sandbox.peak_memory_bytes, sandbox.peak_disk_bytes)
         finally:
             sandbox.close()
-        return self.result(result)
+        return self.result(self._limit(result))
+
+    def _limit(self, run: Result) -> Result:
+        """The limit the program ran into, also where only its own error says so (it comes over the pipe)."""
+        said = self.done.get("error") if self.done else None
+        if run.error_type or not isinstance(said, str) or not said.strip():
+            return run
+        last, lim = said.strip().splitlines()[-1], self.surface.limits  # the exception's line, not program text
+        limits = ((MEMORY_EXCEEDED, NOMEM, lim.memory_cap_bytes), (DISK_QUOTA_EXCEEDED, ENOSPC, lim.disk_quota_bytes))
+        for kind, words, on in limits:
+            if on and any(word in last for word in words):
+                return replace(run, error_type=kind, note=limit_note(lim, kind))
+        return run
 
     # -- the pipe ------------------------------------------------------------------------------------
     def handle(self, line: bytes) -> bytes | None:
@@ -114,6 +140,13 @@ class Program:
             operation = fn if fn in surface.catalog else None
             return Dispatch("rejected", fn, operation=operation, args=kwargs, text=text, error_type=NOT_EXPOSED)
         op = surface.catalog[op_name]
+        if surface.sdk == "search" and op_name not in self.found:
+            text = (
+                f"Function '{fn}' has not been found yet: call search_api(query) with what you want to do first; "
+                "the functions it returns can be called right after it, in the same program."
+            )
+            given = names.arguments(op.name, kwargs)
+            return Dispatch("rejected", fn, operation=op.name, args=given, text=text, error_type=NOT_LOADED)
         if args:
             shown = ", ".join(f"{names.keyword(op.name, a)}=..." for a in op.required)
             text = f"{fn}() takes keyword arguments only: {fn}({shown}). {surface.typed_schema_hint(op)}"
@@ -134,7 +167,9 @@ class Program:
         if word is None:
             text = f"search_api(query) takes one text: what you want to do; got {short(values)}."
             return Dispatch("meta", fn, text=text, meta="search", error_type=BAD_META_CALL)
-        stubs = [stub(surface.names, op) for op in surface.search(word)]
+        found = surface.search(word)
+        self.found.update(op.name for op in found)
+        stubs = [stub(surface.names, op) for op in found]
         return Dispatch("meta", fn, text="\n\n".join(stubs) or "No function matches that query.", meta="search")
 
     # -- what the model sees -------------------------------------------------------------------------
@@ -149,8 +184,8 @@ class Program:
         elif not self.done:
             error_type = CODE_EXCEPTION
             parts.append(f"[the program ended without finishing: exit {run.exit_code}]")
-        if run.note:
-            error_type = error_type or CODE_EXCEPTION
+        if run.note:  # the limit it ran into is why it failed (or why a program that went on is not clean)
+            error_type = (run.error_type or CODE_EXCEPTION) if error_type in (None, CODE_EXCEPTION) else error_type
             parts.append(f"[{run.note}]")
         if isinstance(done.get("error"), str):
             parts.append(done["error"].rstrip("\n"))
@@ -166,12 +201,14 @@ class Program:
         text = "\n".join(parts) or "[no output]"
         if len(text) > OUTPUT_CHARS or run.truncated:
             text = text[:OUTPUT_CHARS] + f"\n[output cut at {OUTPUT_CHARS // 1024} KB]"
-        return ProgramResult(text, error_type)
+        return ProgramResult(text, error_type, *self.peaks)
 
 
 def _reply(ok: bool, value: Any) -> bytes:
+    """One reply line, redacted: a secret in a value is redacted where JSON holds it (strings, escaped)."""
     body = {"ok": True, "value": value} if ok else {"ok": False, "error": str(value)}
     try:
-        return json.dumps(body, default=str, ensure_ascii=False).encode("utf-8", "replace")
+        line = json.dumps(body, default=str, ensure_ascii=False)
     except (ValueError, RecursionError):  # a value JSON cannot hold (a cycle): its text
-        return json.dumps({"ok": ok, "value" if ok else "error": str(value)}).encode("utf-8", "replace")
+        line = json.dumps({"ok": ok, "value" if ok else "error": str(value)})
+    return redact(line).encode("utf-8", "replace")

@@ -10,7 +10,9 @@ expression (cut at 16 KB) are the tool's result.
 
 Variants (``sdk``): ``full`` (every stub in the tool description), ``index`` (one line per function,
 plus ``describe(name)`` for a full stub) and ``search`` (``search_api(query)`` returns the stubs of the
-best matches, from the retrievers of :mod:`surfbench.bench.retrieval`).
+best matches, from the retrievers of :mod:`surfbench.bench.retrieval`). The search variant keeps the
+``search`` surface's boundary: a program may call only the functions some ``search_api`` call of the
+episode returned (earlier in the same program or in an earlier one); any other is ``not_loaded``.
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ PREAMBLE = (
 
 
 class CodeSession(Session):
+    def __init__(self, surface: Surface, request: str = "") -> None:
+        super().__init__(surface, request)
+        self.found: set[str] = set()
+        """Operations a search_api call returned in this episode (what a search-variant program may call)."""
+
     def reject_unshown(self, call: ToolCall) -> Dispatch:
         """A direct call to an SDK function (a small model's usual slip): still ``not_exposed``, with how to call it."""
         rejected = super().reject_unshown(call)
@@ -180,5 +187,5 @@ def _run_code(session: Session, call: ToolCall) -> ProgramDispatch:
             "rejected", call.name, args=problem.args, text=problem.text, error_type=problem.error_type,
             issues=problem.issues,
         )  # fmt: skip
-    program = Program(surface, args["code"])
+    program = Program(surface, args["code"], session if isinstance(session, CodeSession) else None)
     return ProgramDispatch("meta", call.name, args=args, meta=PROGRAM_META, run=program.run)
