@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from surfbench.bench.evidence import check_episode_parts
+from surfbench.bench.bounded import ReadRefused, read_text
+from surfbench.bench.evidence import check_cells, check_episode_parts, check_rows_recorded
 from surfbench.bench.results import ResultsError, RunStore, key_stem, load_runs
 
 LABEL_COLUMNS = ("suite", "surface", "model", "mode")
@@ -31,16 +32,22 @@ class DuplicateEpisodes(ResultsError):
 
 
 def read_run_info(run: Path) -> dict[str, Any]:
-    """``run.json`` of a run folder, checked: a mapping with a list of cells (else one clear error)."""
+    """``run.json`` of a run folder, checked: a mapping with a list of cells, each the object a run writes.
+
+    Else one clear error naming the file (bench.evidence.check_cells): reports and gates refuse the same runs.
+    """
     path = run / "run.json"
     if not path.is_file():
         raise ResultsError(f"{run} is not a surfbench run (no run.json)")
     try:
-        info = json.loads(path.read_text(encoding="utf-8"))
+        info = json.loads(read_text(path, "run record"))
+    except ReadRefused as exc:  # a FIFO or /dev/zero linked in as run.json, a 10 GB file
+        raise ResultsError(f"{path}: {exc.problem}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ResultsError(f"{path}: not valid JSON ({exc}); the run folder is damaged") from None
     if not isinstance(info, dict) or not isinstance(info.get("cells"), list):
         raise ResultsError(f"{path}: no 'cells' list; the file is empty or was not written by surfbench")
+    check_cells(path, info)
     return info
 
 
@@ -146,6 +153,7 @@ def load_current(runs: Sequence[str | Path], keep_newest: bool = False) -> RunVi
         frame = load_runs([root], source=True)
         if not len(frame):
             continue
+        check_rows_recorded(root, info, frame)  # run.json copied from another run: its cells are not these
         frame = _check_duplicates(frame, keep_newest)
         stale = stale_mask(frame, info)
         if stale.any():
@@ -191,6 +199,7 @@ def prune(run: Path) -> int:
     frame = load_runs([run])
     if not len(frame):
         return 0
+    check_rows_recorded(run, info, frame)  # another run's run.json would have its rows taken for older ones
     stale = stale_mask(frame, info)
     keys = {str(k) for k in frame.loc[stale, "episode_key"]}
     RunStore(run).discard(keys)
