@@ -24,71 +24,30 @@ evidence is never a pass: it counts like inconclusive.
 Per candidate and model: any decisive ``fail`` with ``on_fail: close`` -> close; else any fail, inconclusive,
 underpowered or no evidence -> revise; else ship. A candidate's decision is its worst over models. Exit code: 0 if
 some candidate ships, 1 if the best is revise, 2 if all close, and 2 with one error line (no table) when the criteria
-file or a run cannot be read.
+file (bench.gate_criteria) or a run cannot be read, or a run's run.json is malformed or records another run's cells
+(bench.evidence): a broken run record is never judged, so no criterion turns "no evidence" for want of one.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-import yaml
+from typing import Any
 
 from surfbench.bench.compare import Paired, paired_comparisons
 from surfbench.bench.config import ConfigError
 from surfbench.bench.evidence import surface_label
+from surfbench.bench.gate_criteria import KINDS, Criterion, load_criteria
 from surfbench.bench.limits import recorded_originals
 from surfbench.bench.metrics import METRICS, Metric, summarize_cell
 from surfbench.bench.provenance import RunView, load_current
 from surfbench.bench.tables import CellSummary
 
-
-@dataclass(frozen=True)
-class CriterionKind:
-    """What a criterion kind judges: a registry metric (bench.metrics.METRICS, which gives its direction) and how.
-
-    ``limit``: every help payload is at most the value (at least, for a higher-is-better metric);
-    ``ratio``: the candidate's cell value over the baseline's, oriented so that above 1 is worse, is at
-    most the value; ``drop``: the paired difference, oriented so that positive is worse, is at most the
-    value (a share: the metric is a proportion).
-    """
-
-    metric: str
-    test: Literal["limit", "ratio", "drop"]
-
-
-KINDS: dict[str, CriterionKind] = {
-    "help_bytes_max": CriterionKind("help_bytes", "limit"),
-    "prompt_tokens_ratio_max": CriterionKind("prompt_tokens_per_step", "ratio"),
-    "first_try_drop_max": CriterionKind("first_try_accuracy", "drop"),
-    "round_trips_ratio_max": CriterionKind("round_trips", "ratio"),
-    "success_drop_max": CriterionKind("success_rate", "drop"),
-}
-DROP_KINDS = tuple(name for name, kind in KINDS.items() if kind.test == "drop")
-CRITERION_KEYS = ("kind", "value", "on_fail", "tasks")
 NO_EVIDENCE = "no evidence"
 DECISIONS = ("ship", "revise", "close")
 EXIT = {"ship": 0, "revise": 1, "close": 2}
-
-
-@dataclass(frozen=True)
-class Criterion:
-    """One line of a criteria file: a kind of :data:`KINDS`, its threshold, and the decision a fail means."""
-
-    kind: str
-    value: float
-    on_fail: str = "revise"
-    tags: tuple[str, ...] = ()
-    """Judge only the episodes of tasks with one of these tags (``tasks: {tags: [...]}``); () = every task."""
-
-    @property
-    def label(self) -> str:
-        """The criterion's name in the table: its kind, and the tasks it is judged on when filtered."""
-        return f"{self.kind} [tasks tagged {'/'.join(self.tags)}]" if self.tags else self.kind
 
 
 @dataclass(frozen=True)
@@ -128,71 +87,6 @@ class GateResult:
         if not self.decisions:
             return 2
         return min(EXIT[d] for d in self.decisions.values())
-
-
-def load_criteria(path: Path) -> dict[str, Any]:
-    """The criteria file, checked field by field (a ConfigError names the file and the field)."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such criteria file") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}".replace("\n", " ")) from None
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{path}: expected a mapping")
-    unknown = set(data) - {"name", "baseline", "candidates", "hot_operations", "criteria", "description"}
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {sorted(unknown)}")
-    _check_header(path, data)
-    raw_list = data.get("criteria")
-    if raw_list is not None and not isinstance(raw_list, list):
-        raise ConfigError(f"{path}: criteria must be a list of {{kind, value, on_fail}}")
-    crits = [_criterion(path, i, raw) for i, raw in enumerate(raw_list or [])]
-    if not crits:
-        raise ConfigError(f"{path}: no criteria")
-    return {**data, "criteria": crits}
-
-
-def _check_header(path: Path, data: Mapping[str, Any]) -> None:
-    """The gate file's own fields: each a wrong value would silently judge something else."""
-    for key in ("name", "baseline", "description"):
-        if key in data and not isinstance(data[key], str):
-            raise ConfigError(f"{path}: {key}: {data[key]!r} must be text")
-    candidates = data.get("candidates")
-    if candidates is not None and (not isinstance(candidates, list) or not all(isinstance(c, str) for c in candidates)):
-        raise ConfigError(f"{path}: candidates: {candidates!r} must be a list of surface names, e.g. [dispatcher]")
-    hot = data.get("hot_operations")
-    # a slice [:-4] would quietly mean "all but the coldest 4"; bool is an int in Python
-    if hot is not None and (isinstance(hot, bool) or not isinstance(hot, int) or hot < 1):
-        raise ConfigError(f"{path}: hot_operations: {hot!r} must be a whole number of operations, 1 or more")
-
-
-def _criterion(path: Path, i: int, raw: Any) -> Criterion:
-    where = f"{path}: criteria[{i}]"
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where} must be a mapping {{kind, value, on_fail}}, not {raw!r}")
-    extra = sorted(str(k) for k in set(raw) - set(CRITERION_KEYS))
-    if extra:
-        raise ConfigError(f"{where}: unknown key(s) {extra} (known: {', '.join(CRITERION_KEYS)})")
-    kind = raw.get("kind")
-    if kind not in KINDS:
-        raise ConfigError(f"{where}.kind: {kind!r} is not a criterion (known: {', '.join(KINDS)})")
-    value = raw.get("value")
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(f"{where}.value: {value!r} must be a number")
-    if kind in DROP_KINDS and not 0 <= value <= 1:
-        # a drop is a fraction: 5 (meaning points) would let any drop pass
-        raise ConfigError(f"{where}.value: {value!r} must be a fraction from 0 to 1 (0.05 is 5 points)")
-    if kind not in DROP_KINDS and value <= 0:
-        raise ConfigError(f"{where}.value: {value!r} must be above 0")
-    on_fail = raw.get("on_fail", "revise")
-    if on_fail not in ("revise", "close"):
-        raise ConfigError(f"{where}.on_fail: {on_fail!r} must be revise or close")
-    tasks = raw.get("tasks")
-    tags = tasks.get("tags") if isinstance(tasks, Mapping) and set(tasks) == {"tags"} else None
-    if tasks is not None and (not isinstance(tags, list) or not tags or not all(isinstance(t, str) for t in tags)):
-        raise ConfigError(f"{where}.tasks: {tasks!r} must be {{tags: [TAG, ...]}}, e.g. {{tags: [multi]}}")
-    return Criterion(str(kind), float(value), str(on_fail), tuple(tags or ()))
 
 
 def _cell(frame: Any, surface: str, model: str) -> CellSummary:
