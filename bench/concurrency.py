@@ -52,6 +52,12 @@ LOOKAHEAD = 8
 so one slow episode (three 429s and their waits: about 5x the usual) holds back those after it; with
 4 per slot the slots ran dry behind it (the 20%-429 benchmark took 2.1x the clean run), with 8 they
 keep working. A SIGKILL loses at most these (their re-run does each once)."""
+MAX_CONCURRENCY = 256
+"""The most episodes in flight a run may ask for (``concurrency=N``, a model config's ``concurrency``).
+Each one holds up to two threads (one more while parked), and on an MCP or sandboxed suite a child
+process with three pipes: 256 of those stay under the usual 1,024 open files per process
+(``ulimit -n``), and a SIGKILL loses at most ``LOOKAHEAD * 256`` episodes. No API key we know of allows
+more parallel requests (the hosted configs use 16); ``concurrency=99999999`` is a typo, not a plan."""
 BURST_WINDOW = 32
 """Outcomes looked at to tell a 429 burst (the endpoint is over its limit) from scattered 429s. At 16, one
 call in five answered 429 (scattered, in completion order) reached half of a window often enough to
@@ -117,6 +123,8 @@ def in_order(items: Iterable[K], work: Callable[[K], R], concurrency: int, looka
     in ``work`` is raised here when its item's turn comes; the items not yet started are cancelled and
     the running ones are waited for.
     """
+    if concurrency > MAX_CONCURRENCY:  # the CLI refuses it first; this keeps a library caller in bounds too
+        raise ValueError(f"concurrency={concurrency}: at most {MAX_CONCURRENCY} episodes in flight (MAX_CONCURRENCY)")
     if concurrency <= 1:
         for item in items:
             yield item, work(item)

@@ -51,6 +51,17 @@ def group_names(group: str) -> list[str]:
     return sorted(names)
 
 
+def unknown_config(group: str, name: str, known: list[str] | None = None) -> str:
+    """One line for ``group=name`` naming no config: the close names, or every name when none is close.
+
+    What ``surfbench run suite=/surface=/model=NAME`` prints in place of Hydra's many-line option list.
+    """
+    names = sorted(known if known is not None else group_names(group))
+    near = closest(name, names)
+    hint = f"did you mean {', '.join(near)}?" if near else f"known: {', '.join(names) or 'none'}"
+    return f"{group}={name}: no {group} config of that name; {hint} (configs/{group}/*.yaml)"
+
+
 def read_group_config(group: str, name: str) -> dict[str, Any]:
     """The mapping in ``<group>/<name>.yaml`` of the first config folder that has it; ConfigError otherwise."""
     path = find_config(f"{group}/{name}.yaml")

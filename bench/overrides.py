@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from surfbench.bench.concurrency import MAX_CONCURRENCY
 from surfbench.bench.config import ConfigError, config_dir
 
 SPLITS = ("dev", "test", "all")
@@ -88,15 +89,18 @@ def check_keys(cfg: Any) -> None:
         )
 
 
-def _whole(cfg: Any, key: str, default: Any, least: int, nullable: bool, what: str = "") -> int | None:
+def _whole(
+    cfg: Any, key: str, default: Any, least: int, nullable: bool, what: str = "", most: int | None = None
+) -> int | None:
     value = cfg.get(key, default)
     if value is None and nullable:
         return None
     # bool is an int in Python: `repeats=true` must not mean one repeat
-    if isinstance(value, int) and not isinstance(value, bool) and value >= least:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= least and (most is None or value <= most):
         return int(value)
     tail = f", or null ({what})" if nullable else ""
-    raise ConfigError(f"{key}={shown(value)}: must be a whole number, {least} or more{tail}")
+    span = "" if most is None else f" and at most {most:,}"
+    raise ConfigError(f"{key}={shown(value)}: must be a whole number, {least} or more{span}{tail}")
 
 
 def _count(cfg: Any, key: str, default: int, least: int) -> int:
@@ -166,5 +170,5 @@ def run_settings(cfg: Any) -> RunSettings:
         no_cache=_flag(cfg, "no_cache"),
         progress=str(progress),
         run=str(run) if run not in (None, "") else None,  # blank: derived from the cell, as before
-        concurrency=_whole(cfg, "concurrency", None, 1, True, "the model config's"),
+        concurrency=_whole(cfg, "concurrency", None, 1, True, "the model config's", most=MAX_CONCURRENCY),
     )
