@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 import traceback
 import uuid
 from collections.abc import Sequence
@@ -151,6 +150,7 @@ def main(overrides: Sequence[str]) -> int:
     from surfbench.bench.config import ConfigError
     from surfbench.bench.models.server import install_signal_handlers
     from surfbench.bench.secrets import register_overrides
+    from surfbench.bench.tempdirs import discard_sweep_record, owned_tempdir, remove_stale
 
     register_overrides(overrides)  # first: Hydra's errors and its sweep launch lines quote overrides
     problem = _results_dir_problem(overrides)
@@ -158,13 +158,16 @@ def main(overrides: Sequence[str]) -> int:
         print(f"surfbench: error: {redact(problem)}", file=sys.stderr)
         return 2
     install_signal_handlers()
+    remove_stale()  # the temporary folders of runs killed before they could delete theirs
     # Every failing cell leaves a marker file here, also from other processes (joblib, Ray), which find
     # the folder through the environment they inherit: the exit code counts every cell.
-    failure_dir = Path(tempfile.mkdtemp(prefix="surfbench-failures-"))
+    failure_dir = owned_tempdir("surfbench-failures-")
     os.environ[FAILURE_DIR_ENV] = str(failure_dir)
     # Hydra creates its run folder, and a sweep's multirun.yaml with every override verbatim, before any
-    # job starts: here (mode 0700) instead of under results_dir, deleted when the run ends.
-    hydra_dir = Path(tempfile.mkdtemp(prefix="surfbench-hydra-"))
+    # job starts: here (mode 0700) instead of under results_dir, deleted when the run ends; the
+    # multirun.yaml goes to /dev/null, so that a killed run leaves no override behind (bench/tempdirs.py).
+    hydra_dir = owned_tempdir("surfbench-hydra-")
+    discard_sweep_record(hydra_dir / "multirun")
     os.environ[HYDRA_DIR_ENV] = str(hydra_dir)
 
     # SURFBENCH_CONFIGS adds folders searched before the shipped configs/: Hydra reads their merged view
@@ -211,6 +214,10 @@ def main(overrides: Sequence[str]) -> int:
         code = exc.code if isinstance(exc.code, int) else 1
         return 0 if code == 0 else 2
     except Exception as exc:  # Hydra's own errors: before any job, so nothing was written
+        unknown = _unknown_config(exc)
+        if unknown is not None:  # suite=/surface=/model=NAME naming no config: one line, not Hydra's list
+            print(f"surfbench: error: {redact(unknown)}", file=sys.stderr)
+            return 2
         cause = exc.__cause__
         detail = f"\n{cause}" if isinstance(exc, HydraException) and cause is not None else ""
         print(f"surfbench: error: {redact(f'{exc}{detail}')}", file=sys.stderr)
@@ -308,6 +315,23 @@ def _override_values(overrides: Sequence[str]) -> dict[str, list[str]]:
             found = [] if value is None else [str(value)]
         values.setdefault(override.key_or_group, []).extend(found)
     return values
+
+
+def _unknown_config(exc: BaseException) -> str | None:
+    """The one-line message for a Hydra error that is a group option naming no config, else None."""
+    from hydra.errors import MissingConfigException
+
+    from surfbench.bench.config import unknown_config
+
+    seen: BaseException | None = exc
+    while seen is not None and not isinstance(seen, MissingConfigException):
+        seen = seen.__cause__ or seen.__context__
+    path = getattr(seen, "missing_cfg_file", None) or ""
+    if seen is None or "/" not in path:  # the primary config itself missing: Hydra's message says it
+        return None
+    group, name = path.rsplit("/", 1)
+    options = getattr(seen, "options", None)
+    return unknown_config(group, name, list(options) if options else None)
 
 
 def _mark_failure(text: str) -> None:
