@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import yaml
 
+from surfbench.bench.bounded import ReadRefused, read_text
 from surfbench.bench.config import ConfigError
 from surfbench.bench.validation import closest, json_type_name, parse_problem, short
 
@@ -37,10 +38,16 @@ def _got(value: Any) -> str:
     return "nothing" if value is None else f"{json_type_name(value)} {short(value)}"
 
 
-def read_yaml(path: Path) -> Any:
-    """Parse one YAML file; anything unreadable (missing, a folder, not UTF-8, bad syntax) is a SuiteError."""
+def read_yaml(path: Path, kind: str = "suite file") -> Any:
+    """Parse one YAML file; anything unreadable (missing, a folder, not UTF-8, bad syntax) is a SuiteError.
+
+    ``kind`` (``suite file``, ``task file``) picks the size limit (bench/bounded.py); a file over it, a
+    FIFO or a device is a SuiteError too.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, kind)
+    except ReadRefused as exc:
+        _fail(str(path), exc.problem)
     except FileNotFoundError:
         _fail(str(path), "file not found")
     except IsADirectoryError:

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from surfbench.bench.bounded import read_text
 from surfbench.bench.schema import table_from_rows
 from surfbench.bench.secrets import redact
 from surfbench.bench.tables import Row
@@ -257,7 +258,7 @@ class RunStore:
             existing: dict[str, Any] = {}
             if path.is_file():
                 with contextlib.suppress(json.JSONDecodeError):
-                    loaded = json.loads(path.read_text())
+                    loaded = json.loads(read_text(path, "run record"))  # bounded: ReadRefused is one line
                     existing = loaded if isinstance(loaded, dict) else {}
             merged = {**existing, **info}
             for key in ("catalog_hashes",):

@@ -15,9 +15,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from surfbench.bench.bounded import ReadRefused, read_text
 from surfbench.bench.catalog import CatalogError
 from surfbench.bench.fields import SuiteError, read_yaml
 from surfbench.bench.importers.common import exists
+from surfbench.bench.secrets import register_text
 from surfbench.bench.suite_checks import check_against_catalog, steps_per, suite_file, task_from
 from surfbench.bench.suite_model import (
     ANSWER_KEYS,
@@ -131,6 +133,8 @@ def load_suite(name_or_path: str) -> Suite:
     # a loader's tasks are another benchmark's data, imported as it is: their argument names are not checked
     _check_loaded(suite, path, args=not spec.loader)
     suite.backend_settings()  # options the backend does not take: an error at load, naming them
+    for task in suite.tasks:  # before any model call: a model may echo a turn's URL password alone first
+        register_text("\n".join(task.turns))
     return suite
 
 
@@ -250,10 +254,12 @@ def _check_loaded(suite: Suite, path: Path, *, args: bool) -> None:
 def _rows(path: Path) -> Any:
     """The rows of a task file: JSON lines, or YAML (a list, or ``{tasks: [...]}``)."""
     if path.suffix != ".jsonl":
-        rows = read_yaml(path)
+        rows = read_yaml(path, "task file")
         return rows["tasks"] if isinstance(rows, Mapping) and "tasks" in rows else rows
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_text(path, "task file").splitlines()
+    except ReadRefused as exc:
+        raise SuiteError(f"{path}: {exc.problem}") from None
     except FileNotFoundError:
         raise SuiteError(f"{path}: file not found") from None
     except UnicodeDecodeError as exc:

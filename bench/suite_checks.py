@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from surfbench.bench.bounded import turn_problem
 from surfbench.bench.catalog import Catalog
 from surfbench.bench.expected import call_from, check_call, one_of_from
 from surfbench.bench.fields import _fail, _got, boolean, items, mapping, no_unknown, strings, text
@@ -254,6 +255,10 @@ def _turns(row: Mapping[str, Any], where: str) -> tuple[str, ...]:
         turns = [turns]
     if not isinstance(turns, list) or not turns or not all(isinstance(t, str) and t.strip() for t in turns):
         _fail(where, f"field 'turns' needs one or more non-empty user messages (a list of strings), got {_got(turns)}")
+    for i, turn in enumerate(turns):
+        problem = turn_problem(turn)
+        if problem:
+            _fail(where, f"turns[{i}]: {problem}")
     return tuple(turns)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from surfbench.bench.catalog import Catalog, CatalogError, Operation
-from surfbench.bench.importers.common import exists, read_document
+from surfbench.bench.importers.common import check_descriptions, exists, read_document
 from surfbench.bench.importers.openapi import import_openapi
 from surfbench.bench.importers.pycallable import import_callables
 from surfbench.bench.importers.tools_json import (
@@ -103,4 +103,5 @@ def load_catalog(source: str | Path, fmt: str | None = None, name: str | None = 
             raise CatalogError(text, f"field 'name' must be a string, got {doc_name!r}")
     if not operations:
         raise CatalogError(text, "the catalog has no operations")
+    check_descriptions(operations, text)
     return Catalog(name=name or doc_name or _default_name(text), operations=tuple(operations), source=text)

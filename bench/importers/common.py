@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from surfbench.bench.bounded import ReadRefused, description_problem, read_text
 from surfbench.bench.catalog import CatalogError, JsonSchema, Operation
 from surfbench.bench.validation import json_problem, parse_problem, short
 
@@ -41,14 +42,17 @@ def read_document(path: Path) -> Any:
     """Parse a JSON, JSONL or YAML file; a syntax error names the file, line and column.
 
     Raises:
-        CatalogError: for a missing file, a directory, bytes that are not UTF-8, a syntax error, a
-            number too large to read or nesting deeper than DOCUMENT_DEPTH.
+        CatalogError: for a missing file, a directory or any other file that is not a regular one
+            (``/dev/zero``, a FIFO), a file over the catalog size limit (bench/bounded.py), bytes that are
+            not UTF-8, a syntax error, a number too large to read or nesting deeper than DOCUMENT_DEPTH.
     """
     source = str(path)
     if exists(path) and path.is_dir():
         raise CatalogError(source, "is a directory, not a catalog file (name the JSON or YAML file in it)")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, "catalog")
+    except ReadRefused as exc:
+        raise CatalogError(source, exc.problem) from None
     except FileNotFoundError:
         raise CatalogError(source, "file not found") from None
     except UnicodeDecodeError as exc:
@@ -196,6 +200,18 @@ def make_operation(
         destructive=flag(destructive, "destructive", source, name),
         idempotent=flag(idempotent, "idempotent", source, name),
     )
+
+
+def check_descriptions(operations: Iterable[Operation], source: str) -> None:
+    """Refuse an operation whose description is too long to show a model (bench/bounded.py), naming it.
+
+    Checked where a user's catalog is loaded (a file, a class, a live server), not on the distractor
+    pool's operations, which are drawn from real API descriptions as they are.
+    """
+    for op in operations:
+        problem = description_problem(op.description)
+        if problem:
+            raise CatalogError(source, problem, tool=op.name)
 
 
 def require_list(doc: Any, source: str, what: str) -> list[Any]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from surfbench.bench.catalog import Catalog, CatalogError
+from surfbench.bench.importers.common import check_descriptions
 from surfbench.bench.importers.tools_json import import_mcp
 from surfbench.bench.mcp.client import McpClient, ToolList
 from surfbench.bench.mcp.spec import McpError, ServerSpec, load_setup
@@ -74,6 +75,7 @@ def catalog_from_listing(listing: ToolList, source: str, name: str | None) -> Ca
     """The catalog of a listing, through the same importer a pinned file goes through."""
     try:
         ops = import_mcp({"tools": listing.tools}, source)
+        check_descriptions(ops, source)
         return Catalog(name=name or "mcp", operations=tuple(ops), source=source)
     except CatalogError as exc:
         raise McpError(

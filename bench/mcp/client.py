@@ -163,6 +163,8 @@ class McpClient:
                 self.label,
                 f"no answer to initialize within {self.spec.startup_timeout_s:g} s (startup_timeout_s){said}",
             )
+        if log.too_large is not None:
+            return McpError(self.label, f"{log.too_large}{said}")
         if log.garbage is not None:
             return McpError(
                 self.label,
@@ -199,7 +201,13 @@ class McpClient:
     def alive(self) -> bool:
         """The connection is up (for stdio: the server process has not ended)."""
         log = self.log
-        return self._session is not None and not log.closed and log.returncode is None and log.garbage is None
+        return (
+            self._session is not None
+            and not log.closed
+            and log.returncode is None
+            and log.garbage is None
+            and log.too_large is None
+        )
 
     def list_tools(self) -> ToolList:
         """Every page of ``tools/list``, with the raw bytes the server sent."""
@@ -220,8 +228,12 @@ class McpClient:
                     self.spec.call_timeout_s,
                 )
             except TimeoutError:
+                if self.log.too_large:  # the answer was cut off: the session ended without one
+                    raise McpError(self.label, f"tools/list: {self.log.too_large}") from None
                 raise McpError(self.label, f"no answer to tools/list within {self.spec.call_timeout_s:g} s") from None
             except Exception as exc:  # the SDK's own checks: the raw answer below says more, when there is one
+                if self.log.too_large:
+                    raise McpError(self.label, f"tools/list: {self.log.too_large}") from None
                 if not self.log.raw.get("tools/list"):
                     raise McpError(self.label, f"tools/list failed: {' '.join(str(exc).split())[:300]}") from None
             raw = b"".join(self.log.take("tools/list"))
@@ -244,8 +256,12 @@ class McpClient:
         try:
             result = self._run(_bounded(session.call_tool(name, dict(args)), timeout), timeout)
         except TimeoutError:
+            if self.log.too_large:
+                raise McpServerDied(self.label, f"{name}: {self.log.too_large}") from None
             raise McpTimeout(f"{name}: no answer from the MCP server within {timeout:g} s") from None
         except Exception as exc:
+            if self.log.too_large:
+                raise McpServerDied(self.label, f"{name}: {self.log.too_large}") from None
             if not self.alive:
                 raise McpServerDied(self.label, f"the server ended during {name}") from None
             return ToolResult(f"{type(exc).__name__}: {' '.join(str(exc).split())}", True)

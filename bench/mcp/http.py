@@ -15,6 +15,7 @@ from typing import Any
 import httpx2
 from mcp.client.streamable_http import streamable_http_client
 
+from surfbench.bench.bounded import limit_bytes, too_large
 from surfbench.bench.mcp.spec import McpError, ServerSpec
 from surfbench.bench.mcp.transport import WireLog
 
@@ -50,7 +51,7 @@ class _Tee(httpx2.AsyncBaseTransport):
             self.log.http_error = f"{response.status_code} {response.reason_phrase}".strip()
         if rid is None:
             return response
-        body = b"".join([chunk async for chunk in response.stream])  # type: ignore[union-attr]
+        body = await self._body(response)
         kind = response.headers.get("content-type", "")
         candidates = sse_messages(body) if "text/event-stream" in kind else [body]
         for raw in candidates:
@@ -61,6 +62,20 @@ class _Tee(httpx2.AsyncBaseTransport):
             if isinstance(answer, dict) and answer.get("id") == rid:
                 self.log.raw.setdefault("tools/list", []).append(raw)
         return httpx2.Response(response.status_code, headers=response.headers, content=body, request=request)
+
+    async def _body(self, response: httpx2.Response) -> bytes:
+        """The whole body of a ``tools/list`` answer, up to the size limit of an MCP answer (bench/bounded.py)."""
+        limit = limit_bytes("MCP answer")
+        parts: list[bytes] = []
+        size = 0
+        async for chunk in response.stream:  # type: ignore[union-attr]
+            size += len(chunk)
+            if size > limit:
+                await response.aclose()
+                self.log.too_large = f"an answer of {too_large('MCP answer', limit)}"
+                raise McpError(str(response.request.url), self.log.too_large)
+            parts.append(chunk)
+        return b"".join(parts)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

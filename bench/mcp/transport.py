@@ -2,8 +2,12 @@
 
 The SDK's own ``stdio_client`` parses each line and drops the text; wire bytes must be counted on what
 the server sent, so this transport records the raw line of every response by the method it answers
-(``tools/list`` above all). The server starts through :mod:`guard` (own process group, parent-death
-signal): nothing it starts outlives the harness.
+(``tools/list`` above all). The server starts through :mod:`guard`: its own process group, a
+parent-death signal, and where the kernel allows it its own PID namespace, so that nothing it starts
+(``setsid`` daemons and children that ignore SIGTERM included) outlives its episode or the harness;
+``SURFBENCH_MCP_PIDNS=0`` turns the namespace off (the guard's process sweep alone then). Stopping a
+server: its stdin closes; one that has not left after ``EXIT_GRACE_S`` gets SIGTERM on its guard (which
+kills everything below it) and, ``EXIT_GRACE_S`` later, SIGKILL on the whole group.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -22,11 +27,15 @@ import mcp_types as types
 from anyio.abc import Process
 from mcp.shared.message import SessionMessage
 
+from surfbench.bench.bounded import limit_bytes, too_large
+
 GUARD = Path(__file__).with_name("guard.py")
 STDERR_TAIL = 2000
 """Characters of the server's stderr kept for error messages."""
 EXIT_GRACE_S = 2.0
-"""How long a server may take to exit after its stdin closes, before its group is killed."""
+"""How long a server may take to exit after its stdin closes, before its guard is told to kill it."""
+PIDNS_OFF = ("0", "off", "false", "no")
+"""Values of ``SURFBENCH_MCP_PIDNS`` that start servers without a PID namespace."""
 
 
 @dataclass
@@ -49,6 +58,8 @@ class WireLog:
     """The first HTTP error status the endpoint answered with (``401 Unauthorized``), for messages."""
     closed: bool = False
     """The server's stdout has ended (it exited, or closed it): no answer can come any more."""
+    too_large: str | None = None
+    """Why reading stopped at a line over the size limit of an MCP answer (bench/bounded.py), for messages."""
 
     def take(self, method: str) -> list[bytes]:
         """The raw responses recorded for ``method`` since the last take."""
@@ -57,7 +68,8 @@ class WireLog:
 
 def guarded_argv(argv: list[str]) -> list[str]:
     """The command line that starts ``argv`` under the guard (see guard.py)."""
-    return [sys.executable, "-S", str(GUARD), str(os.getpid()), "--", *argv]
+    off = os.environ.get("SURFBENCH_MCP_PIDNS", "").strip().lower() in PIDNS_OFF
+    return [sys.executable, "-S", str(GUARD), str(os.getpid()), *(["--no-pidns"] if off else []), "--", *argv]
 
 
 def _request_id(message: types.JSONRPCMessage) -> str | None:
@@ -72,6 +84,7 @@ async def raw_stdio(
     tuple[anyio.abc.ObjectReceiveStream[SessionMessage | Exception], anyio.abc.ObjectSendStream[SessionMessage]]
 ]:
     """Start ``argv`` (guarded) and yield the SDK's (read, write) stream pair; stop it on exit."""
+    limit = limit_bytes("MCP answer")  # before the server starts: a bad SURFBENCH_MAX_FILE_MB leaves nothing running
     process: Process = await anyio.open_process(
         guarded_argv(argv), env=env, cwd=cwd, start_new_session=True, stderr=subprocess.PIPE
     )
@@ -81,11 +94,18 @@ async def raw_stdio(
 
     async def reader() -> None:
         assert process.stdout is not None
-        buffer = b""
+        buffer = bytearray()  # grown in place: a long line costs its length, not its length squared
         async with read_send:
             with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                 async for chunk in process.stdout:
-                    *lines, buffer = (buffer + chunk).split(b"\n")
+                    buffer += chunk
+                    if b"\n" not in chunk and len(buffer) <= limit:
+                        continue
+                    *lines, tail = bytes(buffer).split(b"\n")
+                    buffer = bytearray(tail)
+                    if max([len(tail), *map(len, lines)]) > limit:  # /dev/zero piped to stdout
+                        log.too_large = f"a line on stdout of {too_large('MCP answer', limit)}"
+                        return  # closing the read stream ends the session: the client says why
                     for line in lines:
                         if not line.strip():
                             continue
@@ -134,7 +154,7 @@ async def raw_stdio(
 
 
 async def _stop(process: Process) -> None:
-    """Close stdin and give the server EXIT_GRACE_S to leave; then kill its whole process group."""
+    """Close stdin and give the server EXIT_GRACE_S to leave; then have the guard kill it, else kill the group."""
     if process.stdin is not None:
         with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await process.stdin.aclose()
@@ -142,7 +162,11 @@ async def _stop(process: Process) -> None:
         while process.returncode is None:
             await anyio.sleep(0.01)
     if process.returncode is None:
-        kill_group(process.pid)
+        _signal(process.pid, signal.SIGTERM)  # the guard SIGKILLs what is below it (setsid daemons too), then itself
+        with anyio.move_on_after(EXIT_GRACE_S):
+            await process.wait()
+    if process.returncode is None:
+        _signal(-process.pid, signal.SIGKILL)
         with anyio.move_on_after(EXIT_GRACE_S):
             await process.wait()
     for stream in (process.stdout, process.stderr):
@@ -156,7 +180,29 @@ async def _stop(process: Process) -> None:
             transport.close()
 
 
-def kill_group(pid: int) -> None:
-    """SIGKILL the process group led by ``pid`` (the guard and the server with its children)."""
+def _signal(pid: int, signum: int) -> None:
+    """Send ``signum`` to ``pid`` (a negative pid: its process group), if it is still there."""
     with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+        os.kill(pid, signum)
+
+
+def _ended(pid: int) -> bool:
+    """``pid`` has exited (gone, or a zombie its parent has not collected yet)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
+
+
+def kill_group(pid: int, grace_s: float = 1.0) -> None:
+    """Stop the guard ``pid`` and all it started, SIGKILL to its group as the last resort.
+
+    SIGTERM to the guard first (it SIGKILLs everything below it, then its group); if it has not ended within
+    ``grace_s``, SIGKILL to its whole process group.
+    """
+    _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while not _ended(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    _signal(-pid, signal.SIGKILL)
