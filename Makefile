@@ -68,8 +68,9 @@ bench: model
 	$(PY) scripts/bench_code.py; c=$$?; \
 	$(PY) scripts/bench_scale.py; g=$$?; \
 	$(PY) scripts/bench_concurrency.py 200; k=$$?; \
+	$(PY) scripts/bench_bounds.py; b=$$?; \
 	$(PY) scripts/bench_table.py; \
-	exit $$((s | o | t | h | x | m | c | g | k))
+	exit $$((s | o | t | h | x | m | c | g | k | b))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -24,7 +24,7 @@ from surfbench.bench.limits import HOSTED_LIMITS, tool_problems
 from surfbench.bench.paths import cache_root
 from surfbench.bench.registry import build_surface
 from surfbench.bench.surface import Surface
-from surfbench.bench.wire import count_tokens, preload_encodings, tool_wire_text, utf8_len
+from surfbench.bench.wire import LONG_RUN, RUN_SAMPLES, count_tokens, preload_encodings, tool_wire_text, utf8_len
 
 HELP_BUDGET_BYTES = 1536
 PROBES = 24  # request-dependent surfaces are measured as the mean over this many probe requests
@@ -104,7 +104,8 @@ class TokenTotals:
         self.path = cache_root() / "tokens" / f"{catalog_hash}.json" if catalog_hash else None
         self.known = self._read()
         self.added = False
-        self.salt = f"surfbench-token-totals-1 tiktoken {_tiktoken_version()}".encode()
+        # the counting method too: a text with a long run (bench.wire.count_tokens) counts differently than before
+        self.salt = f"surfbench-token-totals-1 tiktoken {_tiktoken_version()} runs {LONG_RUN}/{RUN_SAMPLES}".encode()
 
     def __call__(self, texts: Sequence[str]) -> tuple[int, int]:
         digest = hashlib.sha256(self.salt)

@@ -92,6 +92,14 @@ def rows() -> list[tuple[str, str, str, str, str]]:
                     f"<= {sb['target_ms']:g} ms", verdict(sb["ok"]), f"bench_sandbox.py, {sb['date']}"))  # fmt: skip
     else:
         out.append(("sandbox limits per command", "not run yet", "", "", "bench_sandbox.py"))
+    b = load("bounds")
+    for r in (b or {}).get("rows", []):
+        if r["target_s"] is not None:
+            out.append((f"bounded inputs: {r['case']}", f"{r['s']} s", f"<= {r['target_s']:g} s",
+                        verdict(r["meets_target"]), f"bench_bounds.py, {b['date']}"))  # fmt: skip
+    if not b:
+        out.append(("bounded inputs (50 MB unbroken text, /dev/zero as a catalog)", "not run yet", "", "",
+                    "bench_bounds.py"))  # fmt: skip
     return out
 
 
