@@ -8,6 +8,12 @@ SURFBENCH := $(VENV)/bin/surfbench
 SETUP_STAMP := $(VENV)/.surfbench-setup
 MODEL ?= qwen2.5-coder-0.5b-instruct
 export LITELLM_LOCAL_MODEL_COST_MAP := True
+# llama.cpp builds for this machine's CPU (-march=native). Where the CPU reports AMX, that build uses AMX
+# tile instructions, which some virtual machines report but trap: the server dies of SIGILL on its first
+# request. Built without AMX it runs everywhere the rest of the native build does. (A wheel pip cached
+# before this line was added may hold AMX code: `pip cache remove llama_cpp_python`, then `make setup`.)
+NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+export CMAKE_ARGS ?= -DCMAKE_C_FLAGS="$(NO_AMX)" -DCMAKE_CXX_FLAGS="$(NO_AMX)"
 
 .PHONY: setup model run test lint bench clean
 
