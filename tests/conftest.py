@@ -6,11 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from tests import namespace_guard
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 EXAMPLE_MCP = ROOT / "examples" / "gitea96.mcp.json"
 
 sys.path.insert(0, str(FIXTURES))  # so that "pytools" imports as a python-callables catalog
+namespace_guard.install()  # `import bench` fails here as it does outside a checkout: only surfbench.* imports
 
 
 @pytest.fixture(autouse=True)
@@ -43,3 +46,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
         return
     report.outcome = "failed"
     report.longrepr = f"CI=true: this test may not be skipped (CI installs what it needs): {reason}"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The session fails if a file of the checkout was loaded as two modules (tests/namespace_guard.py)."""
+    twice = namespace_guard.twice_loaded(list(sys.modules.items()))
+    if twice:
+        terminal = session.config.pluginmanager.get_plugin("terminalreporter")
+        write = terminal.write_line if terminal else print
+        write("FAILED: files of the checkout loaded as two modules (import them by their surfbench.* name):")
+        for path, names in sorted(twice.items()):
+            write(f"  {path}: {', '.join(names)}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -1,9 +1,10 @@
-"""An installed surfbench works outside a checkout, and another package can add a surface kind.
+"""An installed surfbench works outside a checkout, from the wheel and from the sdist; a package adds a surface kind.
 
-The wheel is built from a copy of the checkout (symlinks kept, as git keeps them) and installed with
-``pip install --target`` into a temporary folder; the commands then run from an unrelated directory
-with ``python -S`` and that folder first on the path, so neither the checkout nor the editable install
-can stand in for what the wheel holds.
+A wheel and an sdist are built once each from a copy of the checkout (setuptools' build backend, no
+build isolation: nothing is downloaded) and each is installed with ``pip install --target`` into an
+empty folder (the sdist through the wheel pip builds from it, as an installer would). The commands run
+from an unrelated directory with ``python -S`` and that folder first on the path, so neither the
+checkout nor the editable install can stand in for what a release holds.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import pytest
 from tests.conftest import ROOT
 
 ORACLE = "provider: scripted\nscript_suite: notes_mcp\nparams_b: 0.0\nmode: native\n"
+FOLDERS = ("surfbench", "bench", "surfaces", "tasks", "configs")
+"""The folders pyproject.toml's package-dir maps into the namespace: all their files are installed."""
 SKIP = {".git", ".venv", ".venv-peer", "results", "build", "dist", "node_modules", "__pycache__"}
 PLUGIN_PYPROJECT = """
 [build-system]
@@ -53,14 +56,43 @@ def _pip_target(source: Path, target: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+def _build(source: Path, kind: str, out: Path) -> Path:
+    """Build the wheel or the sdist of ``source`` into ``out`` with setuptools' backend, as a frontend does."""
+    call = f"import setuptools.build_meta as b; print(b.build_{kind}({str(out)!r}))"
+    done = subprocess.run([sys.executable, "-c", call], cwd=source, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out / done.stdout.strip().splitlines()[-1]
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("install")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One wheel and one sdist of a copy of the checkout, and the copy itself (``source``)."""
+    work = tmp_path_factory.mktemp("build")
     source = work / "src"
-    shutil.copytree(ROOT, source, symlinks=True, ignore=lambda _d, names: [n for n in names if n in SKIP])
-    target = work / "site"
-    _pip_target(source, target)
+    skip = lambda _d, names: [n for n in names if n in SKIP or n.endswith(".egg-info")]  # noqa: E731
+    shutil.copytree(ROOT, source, symlinks=True, ignore=skip)
+    return {"source": source, "wheel": _build(source, "wheel", work), "sdist": _build(source, "sdist", work)}
+
+
+@pytest.fixture(scope="module", params=["wheel", "sdist"])
+def installed(request: pytest.FixtureRequest, built: dict[str, Path], tmp_path_factory: pytest.TempPathFactory):
+    target = tmp_path_factory.mktemp(f"site-{request.param}")
+    _pip_target(built[request.param], target)
     return target
+
+
+def test_building_leaves_no_egg_info_in_the_checkout(built: dict[str, Path]):
+    """A stale surfbench.egg-info at the checkout root would hide new entry points whenever it is on sys.path."""
+    assert not list(built["source"].glob("*.egg-info")), sorted(p.name for p in built["source"].iterdir())
+
+
+def test_every_file_of_the_package_folders_is_installed(installed: Path, built: dict[str, Path]):
+    """Modules, configs, suite files, seed files and pool data: each folder's files under its namespace name."""
+    source = built["source"]
+    files = [p.relative_to(source) for f in FOLDERS for p in (source / f).rglob("*") if p.is_file()]
+    files = [f for f in files if "__pycache__" not in f.parts]
+    wanted = {f: f if f.parts[0] == "surfbench" else Path("surfbench", f) for f in files}
+    assert [str(f) for f, name in wanted.items() if not (installed / name).is_file()] == []
 
 
 def _run(target: Path, cwd: Path, *args: str, extra_path: Path | None = None, configs: Path | None = None):
@@ -77,7 +109,7 @@ def test_only_surfbench_lands_at_the_top_of_site_packages(installed: Path):
     top = sorted(p.name for p in installed.iterdir())
     assert [n for n in top if n != "bin"] == ["surfbench", "surfbench-0.2.0.dist-info"], top
     shipped = installed / "surfbench"
-    assert not any(p.is_symlink() for p in shipped.iterdir()), "the wheel holds copies, not the checkout's links"
+    assert not any(p.is_symlink() for p in shipped.iterdir()), "an install holds copies, not links"
     for data in (
         "configs/config.yaml",
         "configs/surface/full.yaml",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 from tests.conftest import ROOT
@@ -60,10 +61,19 @@ def test_nothing_imports_the_old_top_level_names():
     assert offences == []
 
 
-def test_the_namespace_links_the_layout_folders():
-    for folder in (*PACKAGES, "configs"):
-        link = ROOT / "surfbench" / folder
-        assert link.is_symlink() and link.resolve() == (ROOT / folder).resolve(), f"surfbench/{folder}"
+def test_packaging_declares_the_namespace_and_the_tree_holds_no_link():
+    """pyproject.toml maps each layout folder into ``surfbench``; git holds no symbolic link to do it."""
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert declared["package-dir"] == {"surfbench": "surfbench", **{v: k for k, v in PACKAGES.items()}} | {
+        "surfbench.configs": "configs"
+    }
+    links = [
+        str(p.relative_to(ROOT))
+        for folder in ("surfbench", *PACKAGES, "configs", "tests", "scripts", "docs", "examples")
+        for p in (ROOT / folder).rglob("*")
+        if p.is_symlink()
+    ]
+    assert links == []
 
 
 def test_no_package_module_is_over_400_lines():

@@ -134,12 +134,44 @@ def operation_from_callable(fn: Callable[..., Any], source: str) -> Operation:
     )
 
 
+def package_name(path: Path) -> str | None:
+    """The dotted name the import system finds this very file under (``surfbench.tasks.forge.backend``), or None.
+
+    A hook in a package (a shipped suite's ``backend.py``) is importable by name too: loaded by path as
+    well, it would be a second module of the same file (its classes unequal to the first's, its state
+    twice). Tried: the file's packages under the ``surfbench`` namespace, and a lone module by its name.
+    """
+    path = path.resolve()
+    parts = [] if path.name == "__init__.py" else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    names = [".".join(parts if parts[:1] == ["surfbench"] else ["surfbench", *parts])] if parts else []
+    if len(parts) == 1:
+        names.append(parts[0])
+    for name in names:
+        try:
+            spec = importlib.util.find_spec(name)
+        except Exception:  # noqa: BLE001 - a parent package that fails to import: load by path, as before
+            continue
+        if spec is not None and spec.origin and Path(spec.origin).resolve() == path:
+            return name
+    return None
+
+
 def load_module(module_name: str, source: str) -> types.ModuleType:
-    """Import a dotted module, or a ``.py`` file by path."""
+    """Import a dotted module, or a ``.py`` file by path (by its package name when it has one)."""
     if module_name.endswith(".py"):
         path = Path(module_name)
         if not exists(path) or not path.is_file():
             raise CatalogError(source, f"no such file {module_name!r}")
+        named = package_name(path)
+        if named is not None:
+            try:
+                return importlib.import_module(named)
+            except Exception as exc:
+                raise CatalogError(source, f"importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
         unique = "surfbench_user_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
         if unique in sys.modules:
             return sys.modules[unique]
