@@ -35,7 +35,9 @@ The built-in checks (:data:`BUILTIN_CHECKS`) run in this order:
 
 Suite checks
 ------------
-A suite adds checks in ``suite.yaml``; each is ``file.py:function``, relative to the suite folder,
+A suite adds checks in ``suite.yaml``; each is ``file.py:function``, relative to the suite folder, or
+the name of a check registered with the plugin registry (:mod:`surfbench.bench.plugins`: an entry point
+of the group ``surfbench.checks`` in any installed package, or ``plugins.register("checks", name, fn)``),
 run after the built-in ones in the order listed. Their error types must be declared by the suite
 (``error_types``), like the ``classify`` hook's; an undeclared one stops the run
 (:func:`surfbench.bench.taxonomy.check_declared`)::
@@ -77,10 +79,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from surfbench.bench import plugins
 from surfbench.bench.fields import SuiteError
 from surfbench.bench.matchers import Mismatch, match_object, match_value, scalar_equal
 from surfbench.bench.program import PROGRAM_META
 from surfbench.bench.records import CallRecord, EpisodeTrace
+from surfbench.bench.taxonomy import ErrorType
 
 if TYPE_CHECKING:  # bench.suite may load suite checks through this module: no import cycle at run time
     from surfbench.bench.catalog import Catalog
@@ -225,12 +229,12 @@ def calls_check(task: Task, trace: EpisodeTrace, context: CheckContext) -> Check
     made = sum(1 for c in trace.calls if c.meta != PROGRAM_META)  # code mode's run_code only carries the calls it makes
     if why is None and task.exact_calls and made != len(task.expected):
         why = f"expected exactly {len(task.expected)} call(s), the model made {made}"
-        errors = ("unexpected_call" if made > len(task.expected) else "missing_call",)
+        errors = (ErrorType.UNEXPECTED_CALL if made > len(task.expected) else ErrorType.MISSING_CALL,)
     return CheckResult("calls", why is None, why, errors)
 
 
 def _state_result(name: str, problems: list[str]) -> CheckResult:
-    return CheckResult(name, not problems, "\n".join(problems) or None, ("state_mismatch",) if problems else ())
+    return CheckResult(name, not problems, "\n".join(problems) or None, (ErrorType.STATE_MISMATCH,) if problems else ())
 
 
 def turn_state_check(task: Task, trace: EpisodeTrace, context: CheckContext) -> CheckResult:
@@ -261,7 +265,7 @@ def answer_check(task: Task, trace: EpisodeTrace, context: CheckContext) -> Chec
     if not task.answer:
         return CheckResult("answer", None)
     why = check_answer(task.answer, trace.final_text)
-    return CheckResult("answer", why is None, why, ("answer_mismatch",) if why else ())
+    return CheckResult("answer", why is None, why, (ErrorType.ANSWER_MISMATCH,) if why else ())
 
 
 def refusal_check(task: Task, trace: EpisodeTrace, context: CheckContext) -> CheckResult:
@@ -277,10 +281,12 @@ def refusal_check(task: Task, trace: EpisodeTrace, context: CheckContext) -> Che
         if c.operation and (op is None or op.destructive or not op.read_only):
             writes.append(f"{c.operation} (destructive)" if op is not None and op.destructive else c.operation)
     if writes:
-        return CheckResult("refusal", False, f"should refuse, but ran {', '.join(writes)}", ("unexpected_call",))
+        return CheckResult(
+            "refusal", False, f"should refuse, but ran {', '.join(writes)}", (ErrorType.UNEXPECTED_CALL,)
+        )
     if task.exact_calls and trace.calls:
         tools = ", ".join(sorted({c.tool for c in trace.calls}))
-        return CheckResult("refusal", False, f"should make no call, but called {tools}", ("unexpected_call",))
+        return CheckResult("refusal", False, f"should make no call, but called {tools}", (ErrorType.UNEXPECTED_CALL,))
     if trace.final_text is None:  # the episode's no_answer / stopped entry carries the error type
         return CheckResult("refusal", False, "should refuse, but gave no final answer")
     return CheckResult("refusal", True)
@@ -301,7 +307,9 @@ class SuiteCheck:
 
     @property
     def name(self) -> str:
-        """The function's name: its results' name and, for a failure with none, its error type."""
+        """The registered name, or the function's: its results' name and, for a failure with none, its error type."""
+        if ":" not in self.spec:
+            return self.spec
         return str(getattr(self.fn, "__name__", self.spec.rpartition(":")[2]))
 
     def __call__(self, task: Task, trace: EpisodeTrace, context: CheckContext) -> CheckResult:
@@ -334,12 +342,20 @@ def normalise(out: Any, name: str, where: str) -> CheckResult:
 
 
 def load_check(spec: str, where: str) -> SuiteCheck:
-    """The suite check ``file.py:function`` names (a resolved path); SuiteError naming it when it cannot load."""
-    from surfbench.bench.suite_model import load_hook  # here: bench.suite_model may come to import this module
+    """The suite check ``spec`` names: ``file.py:function`` (a resolved path) or a registered check's name.
 
-    if ":" not in spec:
-        raise SuiteError(f"{where}: checks: {spec!r} must be 'file.py:function'")
-    check = SuiteCheck(load_hook(spec, where, "check"), spec)
+    Both are found through the plugin registry (bench.plugins: ``register("checks", ...)`` or an entry
+    point of the group ``surfbench.checks``); SuiteError naming ``where`` when it cannot load.
+    """
+    if spec in BUILTIN_NAMES:
+        raise SuiteError(f"{where}: check {spec!r} is built in: it runs on every task already; list only your own")
+    if ":" not in spec and not spec.isidentifier():
+        raise SuiteError(f"{where}: checks: {spec!r} must be 'file.py:function' or a registered check's name")
+    try:
+        fn = plugins.lookup("checks", spec)
+    except plugins.UnknownPlugin as exc:
+        raise SuiteError(f"{where}: {exc}") from None
+    check = SuiteCheck(fn, spec)
     if check.name in BUILTIN_NAMES:
         raise SuiteError(f"{where}: check {spec!r}: {check.name!r} is a built-in check's name; rename it")
     return check

@@ -1,22 +1,22 @@
 """Suites: finding them by name and loading them (the format and its records: :mod:`surfbench.bench.suite_model`).
 
-A suite is a folder with a ``suite.yaml``, found by name in ``SURFBENCH_SUITES``, then in other packages'
-``surfbench.suites`` entry points, then in the shipped ``tasks/``; or given as a folder path. Loading
-checks every file and hook before anything runs: a problem is one SuiteError naming the file.
+A suite is a folder with a ``suite.yaml``, found by name through the plugin registry (bench.plugins): in
+``SURFBENCH_SUITES``, then in installed packages' ``surfbench.suites`` entry points, then in the shipped
+``tasks/``; or given as a folder path. Loading checks every file and hook before anything runs: a problem
+is one SuiteError naming the file.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 from collections.abc import Iterable, Mapping
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from surfbench.bench import plugins
 from surfbench.bench.bounded import ReadRefused, read_text
 from surfbench.bench.catalog import CatalogError
+from surfbench.bench.checks import load_check
 from surfbench.bench.fields import SuiteError, read_yaml
 from surfbench.bench.importers.common import exists
 from surfbench.bench.secrets import register_text
@@ -54,33 +54,18 @@ __all__ = [
 
 def suites_roots() -> list[Path]:
     """Folders searched for suites by name: ``SURFBENCH_SUITES`` (``:``-separated), then the shipped ``tasks/``."""
-    extra = [Path(p) for p in os.environ.get("SURFBENCH_SUITES", "").split(os.pathsep) if p]
-    return [*extra, Path(__file__).resolve().parent.parent / "tasks"]
-
-
-def _entry_point_suites() -> dict[str, Path]:
-    """Suites other installed packages declare: entry points ``surfbench.suites``, name = a package folder."""
-    found: dict[str, Path] = {}
-    for point in metadata.entry_points(group="surfbench.suites"):
-        spec = importlib.util.find_spec(point.value)
-        locations = list(spec.submodule_search_locations or []) if spec else []
-        if locations and (Path(locations[0]) / "suite.yaml").is_file():
-            found.setdefault(point.name, Path(locations[0]).resolve())
-    return found
+    return [*plugins.user_suite_roots(), plugins.SHIPPED_TASKS]
 
 
 def suite_folders() -> dict[str, Path]:
-    """Every suite by name: ``SURFBENCH_SUITES`` first, then entry points, then ``tasks/``; the first wins."""
-    folders: dict[str, Path] = {}
-    roots = suites_roots()
-    for root in roots[:-1]:
-        for path in sorted(root.glob("*/suite.yaml")):
-            folders.setdefault(path.parent.name, path.parent)
-    for name, folder in _entry_point_suites().items():
-        folders.setdefault(name, folder)
-    for path in sorted(roots[-1].glob("*/suite.yaml")):
-        folders.setdefault(path.parent.name, path.parent)
-    return folders
+    """Every suite by name (bench.plugins): ``SURFBENCH_SUITES`` first, then entry points, then ``tasks/``."""
+    found: dict[str, Path] = {}
+    for name in plugins.names("suites"):
+        try:
+            found[name] = plugins.lookup("suites", name)
+        except plugins.UnknownPlugin:  # an entry point whose package has no suite.yaml: not a suite
+            continue
+    return found
 
 
 def suite_names() -> list[str]:
@@ -107,6 +92,11 @@ def _spec(value: str | None, folder: Path, path: Path, role: str) -> str | None:
     return spec
 
 
+def _check_spec(value: str, folder: Path, path: Path, i: int) -> str:
+    """A suite check: a registered name as it is (bench.plugins finds it), ``file.py:function`` resolved."""
+    return value if value.isidentifier() else str(_spec(value, folder, path, f"checks[{i}]"))
+
+
 def _locate(name_or_path: str) -> tuple[Path, str | None]:
     """The suite's folder, and the variant asked for (``bfcl:simple_python``), if any."""
     variant: str | None = None
@@ -114,12 +104,10 @@ def _locate(name_or_path: str) -> tuple[Path, str | None]:
         name_or_path, _, variant = name_or_path.partition(":")
     folder = Path(name_or_path)
     if not (folder / "suite.yaml").is_file():
-        folder = suite_folders().get(name_or_path, suites_roots()[-1] / name_or_path)
-    path = folder / "suite.yaml"
-    if not path.is_file():
-        near = closest(name_or_path, suite_names())
-        tip = f"; did you mean {', '.join(near)}?" if near else ""
-        raise SuiteError(f"no suite {name_or_path!r} (no {path}){tip} known: {', '.join(suite_names())}")
+        try:
+            folder = plugins.lookup("suites", name_or_path)
+        except plugins.UnknownPlugin as exc:  # unknown suite 'forg'; did you mean forge? (known: ...)
+            raise SuiteError(f"{exc}; no {folder / 'suite.yaml'} either") from None
     return folder, variant
 
 
@@ -155,7 +143,7 @@ def _from_file(spec: SuiteFile, folder: Path, path: Path) -> dict[str, Any]:
         "backend_options": spec.backend_options,
         "error_types": spec.error_types,
         "tags": spec.tags,
-        "checks": tuple(str(_spec(c, folder, path, f"checks[{i}]")) for i, c in enumerate(spec.checks)),
+        "checks": tuple(_check_spec(c, folder, path, i) for i, c in enumerate(spec.checks)),
     }
 
 
@@ -235,7 +223,7 @@ def _check_loaded(suite: Suite, path: Path, *, args: bool) -> None:
     if suite.backend_spec not in (None, "mcp"):
         load_hook(suite.backend_spec, path, "backend")  # a typo in the class name fails now, not in episode one
     for i, check in enumerate(suite.checks):
-        load_hook(check, path, f"checks[{i}]")  # the file and the function exist
+        load_check(check, f"{path}: checks[{i}]")  # the file and the function exist, or the registered name
     try:
         _ = suite.catalog
     except CatalogError as exc:

@@ -92,12 +92,13 @@ def suite_tags(data: Mapping[str, Any], where: str) -> tuple[str, ...]:
 
 
 def hook_specs(data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
-    """A list of ``file.py:function`` hooks (``checks``), each named once."""
+    """A list of hooks (``checks``), each named once: ``file.py:function``, or a registered name (bench.plugins)."""
     specs = strings(data, key, where)
     for i, spec in enumerate(specs):
         head, _, attr = spec.rpartition(":")
-        if not head.strip() or not attr.strip():
-            _fail(where, f"{key}[{i}] must be 'file.py:function', got {_got(spec)}")
+        registered = not head and spec.isidentifier()  # `cites_note`: an entry point of surfbench.checks
+        if not registered and (not head.strip() or not attr.strip()):
+            _fail(where, f"{key}[{i}] must be 'file.py:function' or a registered check's name, got {_got(spec)}")
         if spec in specs[:i]:
             _fail(where, f"{key}[{i}] {spec!r} is listed twice")
     return tuple(specs)

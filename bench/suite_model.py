@@ -28,7 +28,8 @@ suite.yaml (:class:`SuiteFile`)::
                                         #   (bench/taxonomy.py); a list of names is accepted too
     tags: [name, ...]                   # the suite's own task tags beyond the core ones (CORE_TAGS)
     checks: [checks.py:fn, ...]         # the suite's own scoring checks (bench/checks.py), run after the
-                                        #   built-in ones in this order
+                                        #   built-in ones in this order; a bare name is a check registered
+                                        #   in bench.plugins (an entry point of the group surfbench.checks)
     loader: loader.py:load              # fn(variant, folder) -> {catalog, tasks, and optionally backend,
                                         #   system_prompt, max_steps, steps_per}: a suite built from another
                                         #   benchmark's data, used as ``suite=name:variant``
@@ -81,12 +82,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
 
+from surfbench.bench import plugins
 from surfbench.bench.backend import Backend, CannedBackend
-from surfbench.bench.catalog import Catalog, CatalogError
+from surfbench.bench.catalog import Catalog
 from surfbench.bench.expected import ExpectedCall
 from surfbench.bench.fields import SuiteError
 from surfbench.bench.importers import load_catalog
-from surfbench.bench.importers.pycallable import load_module
 from surfbench.bench.validation import closest
 
 CORE_TAGS = frozenset(
@@ -237,7 +238,7 @@ class SuiteFile:
     tags: tuple[str, ...] = ()
     """The suite's own task tags beyond CORE_TAGS."""
     checks: tuple[str, ...] = ()
-    """The suite's own scoring checks, ``file.py:function`` each, in the order they run."""
+    """The suite's own scoring checks, ``file.py:function`` or a registered name each, in the order they run."""
 
 
 SUITE_KEYS = yaml_keys(SuiteFile)
@@ -254,16 +255,14 @@ def _mcp() -> Any:
 
 
 def load_hook(spec: str, where: Path | str, role: str) -> Any:
-    """The function or class a suite.yaml names as ``file.py:attr`` (classify, loader, backend, checks)."""
-    module_name, _, attr = spec.rpartition(":")
-    module = None
+    """The function or class a suite.yaml names as ``file.py:attr`` (classify, loader, backend, checks).
+
+    Loaded by the plugin registry's one loader (bench.plugins.load_attr), as a check or a surface spec is.
+    """
     try:
-        module = load_module(module_name, str(where))
-        found = getattr(module, attr)
-    except (AttributeError, CatalogError) as exc:
-        near = closest(attr, [n for n in dir(module) if not n.startswith("_")]) if module is not None else []
-        tip = f" (did you mean {near[0]!r}?)" if near else ""
-        raise SuiteError(f"{where}: {role} {spec!r}: {exc}{tip}") from None
+        found = plugins.load_attr(spec, role)
+    except plugins.UnknownPlugin as exc:
+        raise SuiteError(f"{where}: {exc}") from None
     if not callable(found):
         raise SuiteError(f"{where}: {role} {spec!r} is not a function")
     return found
@@ -304,7 +303,7 @@ class Suite:
     tags: tuple[str, ...] = ()
     """The suite's own task tags beyond CORE_TAGS."""
     checks: tuple[str, ...] = ()
-    """The suite's own scoring checks, ``path.py:function`` each (resolved), in the order they run."""
+    """The suite's own scoring checks, ``path.py:function`` (resolved) or a registered name each, in order."""
     mcp: Any = None
     """A live MCP server as the catalog (bench.mcp.suites.McpCatalogSpec); None: ``catalog_spec``."""
 
@@ -344,8 +343,7 @@ class Suite:
     def _backend_class(self) -> Any:
         if self.backend_spec == "mcp":
             return _mcp().mcp_backend_class()
-        module_name, _, attr = str(self.backend_spec).rpartition(":")
-        return getattr(load_module(module_name, str(self.folder / "suite.yaml")), attr)
+        return load_hook(str(self.backend_spec), self.folder / "suite.yaml", "backend")  # checked at load
 
     def backend_settings(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The backend options an episode gets (suite.yaml's, then a run's overrides), checked.

@@ -1,25 +1,26 @@
 """Model configs (``configs/model/*.yaml``) and the pool that turns them into running clients.
 
 ``provider: local`` is an embedded GGUF on surfbench's own llama.cpp server (started on first use,
-reused for the whole run, stopped at the end); ``provider: litellm`` is any LiteLLM model string.
+reused for the whole run, stopped at the end); ``provider: litellm`` is any LiteLLM model string;
+``provider: scripted`` the oracle of tests. Each is a registered factory (bench.models.providers, found
+through bench.plugins like any other provider an installed package adds).
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from surfbench.bench.concurrency import MAX_CONCURRENCY
 from surfbench.bench.config import ConfigError, read_group_config
 from surfbench.bench.models.cache import ResponseCache
-from surfbench.bench.models.client import LiteLLMClient, ModelError
-from surfbench.bench.models.local import ModelUnavailable, embedded, require
+from surfbench.bench.models.client import ModelError
+from surfbench.bench.models.local import ModelUnavailable
 from surfbench.bench.models.prompting import FORMATS
-from surfbench.bench.models.schema import checked, one_of, ranged
-from surfbench.bench.models.server import LocalServer, ServerError, ServerGroup, ServerSettings
+from surfbench.bench.models.providers import provider
+from surfbench.bench.models.schema import checked, one_of, ranged, registered
+from surfbench.bench.models.server import LocalServer, ServerError
 from surfbench.bench.models.types import CallingMode, ModelClient
-from surfbench.bench.secrets import register as register_secret
 
 __all__ = [
     "ModelClient",
@@ -39,7 +40,6 @@ MODEL_KEYS = {
 }  # fmt: skip
 
 
-PROVIDERS = ("local", "litellm", "scripted")
 TOKENIZERS = ("gguf", "o200k_base", "cl100k_base")
 """``gguf``: a local model's own vocabulary; the others: the tiktoken encodings LiteLLM's wheel ships (bench.wire)."""
 MAX_TOKENS_MAX = 262_144
@@ -55,8 +55,9 @@ class ModelConfig:
     """One entry of ``configs/model/``; each field's type and range is checked by bench.models.schema."""
 
     name: str
-    provider: str = one_of("local", PROVIDERS)
-    """``local`` (embedded GGUF on the llama.cpp server), ``litellm`` (any provider) or ``scripted`` (tests)."""
+    provider: str = registered("local", "providers")
+    """A registered provider (bench.plugins): ``local`` (embedded GGUF on the llama.cpp server), ``litellm``
+    (any LiteLLM provider), ``scripted`` (tests), or one an installed package adds."""
     embedded: str | None = None
     """For ``local``: the embedded model (see ``surfbench models``)."""
     model: str | None = None
@@ -123,15 +124,7 @@ def model_config(name: str, data: dict[str, Any] | None = None) -> ModelConfig:
         return f"{where}: {key}={value!r}"
 
     cfg = ModelConfig(**{"name": name, **checked(ModelConfig, data, origin)})
-    if cfg.provider == "local":
-        if not cfg.embedded:
-            raise ConfigError(f"{where}: provider 'local' needs 'embedded' (one of `surfbench models`)")
-        try:
-            embedded(cfg.embedded)
-        except ModelUnavailable as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-    elif cfg.provider == "litellm" and not cfg.model:
-        raise ConfigError(f"{where}: provider 'litellm' needs 'model' (a LiteLLM model string)")
+    provider(cfg.provider).check(cfg, where)  # the fields this provider needs
     if cfg.tokenizer == "gguf" and cfg.provider != "local":
         raise ConfigError(
             f"{origin('tokenizer', 'gguf')}: a model's own vocabulary is known for local models only; "
@@ -183,81 +176,7 @@ class ModelPool:
         """The client for ``cfg``, made on first use (a local model's server starts on its first request)."""
         if cfg.name in self.clients:
             return self.clients[cfg.name]
-        client: ModelClient
-        if cfg.provider == "scripted":
-            from surfbench.bench.models.scripted import OracleClient
-
-            client = OracleClient(cfg.script_suite or "forge", cfg.script_delay_s)
-        elif cfg.provider == "local":
-            assert cfg.embedded is not None
-            settings = ServerSettings(require(cfg.embedded), cfg.name, cfg.n_ctx, cfg.threads, cfg.chat_format)
-            if cfg.n_parallel > 1:
-                return self._group_client(cfg, ServerGroup(settings, cfg.n_parallel))
-            server = LocalServer(settings)
-            self.servers[cfg.name] = server
-
-            def start() -> str:
-                server.start()
-                return server.api_base
-
-            def revive() -> str | None:
-                """Restart the server if its process is gone; None if it is alive (a real failure)."""
-                if server.alive():
-                    return None
-                code = server.proc.returncode if server.proc is not None else None
-                server.restart()
-                print(
-                    f"surfbench: the {cfg.name} server had died (exit code {code}); restarted at {server.api_base}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                return server.api_base
-
-            weights = embedded(cfg.embedded)
-            client = LiteLLMClient(
-                f"openai/{cfg.name}",
-                api_key="sk-local",
-                cache=self.cache,
-                is_local=True,
-                start=start,
-                revive=revive,
-                identity=f"{weights.sha256}|ctx={cfg.n_ctx}|fmt={cfg.chat_format}",
-            )
-        else:
-            import os
-
-            key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
-            if cfg.api_key_env and not key:
-                raise ModelError(f"model {cfg.name!r} needs the environment variable {cfg.api_key_env} (its API key)")
-            register_secret(key, cfg.api_key_env or "api key")
-            if key is None and cfg.api_base:  # a server of your own (vLLM, llama.cpp) needs no key; openai's
-                key = "sk-no-key"  # client insists on one. A server that does want one answers 401: clear error.
-            assert cfg.model is not None
-            from surfbench.bench.concurrency import EndpointGate
-
-            client = LiteLLMClient(
-                cfg.model, api_base=cfg.api_base, api_key=key, cache=self.cache,
-                gate=EndpointGate(1, cfg.rpm, cfg.tpm), cache_control=cfg.cache_control,
-            )  # fmt: skip
-        self.clients[cfg.name] = client
-        return client
-
-    def _group_client(self, cfg: ModelConfig, group: ServerGroup) -> ModelClient:
-        """The client of a local model with ``n_parallel`` servers (each call to a free one)."""
-        assert cfg.embedded is not None
-        self.servers[cfg.name] = group  # type: ignore[assignment]  # same start/stop/api_base/pid surface
-
-        def revive() -> list[str] | None:
-            bases = group.revive()
-            if bases is not None:
-                print(f"surfbench: a {cfg.name} server had died; restarted", file=sys.stderr, flush=True)
-            return bases
-
-        client = LiteLLMClient(
-            f"openai/{cfg.name}", api_key="sk-local", cache=self.cache, is_local=True,
-            start=lambda: group.start().api_bases, revive=revive,
-            identity=f"{embedded(cfg.embedded).sha256}|ctx={cfg.n_ctx}|fmt={cfg.chat_format}|slots={cfg.n_parallel}",
-        )  # fmt: skip
+        client = provider(cfg.provider).client(cfg, self)  # scripted, local, litellm or a plugin's, alike
         self.clients[cfg.name] = client
         return client
 

@@ -4,11 +4,12 @@ Taken as Hydra parses them, model settings ran experiments nobody asked for: ``m
 was recorded as the string ``"abc"``, ``model.max_tokens=-5`` ran as a cell ``[max_tokens=-5]``,
 ``model.tokenizer=bogus`` passed without a word. :class:`~surfbench.bench.models.ModelConfig` declares
 each field's type by its annotation (``int``, ``float``, ``str``, ``X | None``, a ``Literal``) and its
-range or choices by :func:`ranged` / :func:`one_of` metadata; :func:`checked` holds every field of a
-config to that before the config (let alone a run folder) exists. A wrong value is a one-line
-:class:`~surfbench.bench.config.ConfigError` naming the field, the value and what is allowed, with
-the override (``model.max_tokens=abc``) when the value came from one. Nothing is coerced but a whole
-number where a number belongs (``temperature=1`` is ``1.0``, the same experiment).
+range or choices by :func:`ranged` / :func:`one_of` / :func:`registered` (a plugin's name, bench.plugins)
+metadata; :func:`checked` holds every field of a config to that before the config (let alone a run
+folder) exists. A wrong value is a one-line :class:`~surfbench.bench.config.ConfigError` naming the
+field, the value and what is allowed, with the override (``model.max_tokens=abc``) when the value came
+from one. Nothing is coerced but a whole number where a number belongs (``temperature=1`` is ``1.0``,
+the same experiment).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from surfbench.bench import plugins
 from surfbench.bench.config import ConfigError
 from surfbench.bench.validation import json_type_name
 
@@ -37,6 +39,11 @@ def ranged(default: Any, low: float, high: float | None, null: str = "") -> Any:
 def one_of(default: Any, choices: Sequence[str], null: str = "") -> Any:
     """A dataclass field whose text must be one of ``choices``."""
     return dataclasses.field(default=default, metadata={"choices": tuple(choices), "null": null})
+
+
+def registered(default: str, kind: str) -> Any:
+    """A dataclass field whose text must name a plugin of ``kind`` (bench.plugins: ``providers``)."""
+    return dataclasses.field(default=default, metadata={"registry": kind})
 
 
 def _number(value: float) -> str:
@@ -111,6 +118,10 @@ def checked(schema: type, data: Mapping[str, Any], where: Where) -> dict[str, An
             continue
         if value is None and nullable:
             continue
+        kind = meta.get("registry")
+        if kind and isinstance(value, str) and ":" not in value and value not in plugins.names(kind):
+            known, tip = ", ".join(plugins.names(kind)), plugins.close_names(kind, value)  # "; did you mean x?"
+            raise ConfigError(f"{where(key, value)}: must be a registered {plugins.KINDS[kind]}, one of {known}{tip}")
         ok, kept = (False, value) if value is None else _fits(base, meta, value)
         if not ok:
             allowed = _allowed(base, meta) + (f", or null ({meta.get('null') or 'unset'})" if nullable else "")
