@@ -10,6 +10,7 @@ breaks the provider's limits (tools per request, name pattern) is flagged when t
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from surfbench.bench.checks import suite_checks
@@ -29,27 +30,39 @@ DOES_NOT_FIT_PREFIX = "does not fit:"
 """How a does-not-fit episode's ``error`` starts (reports show such cells as "does not fit")."""
 
 
+@dataclass
+class Fits:
+    """One cell's predictions, per tool block (one per surface when the block is fixed, per first turn when not).
+
+    The cell owns one (``Cell.fits``) and hands it here; only this module reads or writes it.
+    """
+
+    predictions: dict[tuple[int, str], FitPrediction] = field(default_factory=dict)
+    limits_flagged: bool = False
+    """The cell's tool block was already reported as breaking the provider's limits (said once per cell)."""
+
+
 def first_request_fit(cell: Cell, task: Task) -> FitPrediction:
     """The prediction for ``task``'s first request on the cell (cached per tool block when it is fixed)."""
     surface = cell.surface_for(task)
-    cache: dict[tuple[int, str], FitPrediction] = cell.__dict__.setdefault("_fit_cache", {})
+    fits = cell.fits
     key = (id(surface), task.turns[0] if surface.request_dependent else "")
-    if key not in cache:
+    if key not in fits.predictions:
         limits = model_limits(cell.model_cfg)
         problems, fit = check_first_request(
             surface, task.turns[0], cell.suite.system_prompt, limits, cell.model_cfg.max_tokens
         )
-        if problems and not cell.__dict__.get("_limits_flagged"):
-            cell.__dict__["_limits_flagged"] = True
+        if problems and not fits.limits_flagged:
+            fits.limits_flagged = True
             print(f"surfbench: {cell.label()}: breaks {cell.model_cfg.name}'s limits: {'; '.join(problems)}",
                   file=sys.stderr, flush=True)  # fmt: skip
-        cache[key] = fit
-    return cache[key]
+        fits.predictions[key] = fit
+    return fits.predictions[key]
 
 
 def unfit_episode(cell: Cell, task: Task, repeat: int, run_name: str, fit: FitPrediction) -> Finished:
     """The episode recorded, not run: no step, error ``does not fit: ...``, error type context_overflow."""
-    trace = EpisodeTrace(error=fit.why(), stopped=ErrorType.CONTEXT_OVERFLOW.value)
+    trace = EpisodeTrace(error=fit.why(), stopped=ErrorType.CONTEXT_OVERFLOW)
     score = score_episode(task, trace, cell.suite.catalog_for(task), cell.suite.classifier, suite_checks(cell.suite))
     episode, steps, calls = episode_rows(cell, task, repeat, trace, score, run_name, 0)
     return Finished(episode, list(steps), list(calls), transcript_lines(trace), 0.0)

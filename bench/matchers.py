@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from surfbench.bench.taxonomy import ErrorType
+
 _MISSING = object()
 
 
@@ -84,7 +86,7 @@ def match_value(matcher: Any, actual: Any, path: str = "") -> list[Mismatch]:
         elif scalar_equal(choice, actual):
             return []
     kinds = {_type_of(c) for c in choices if not isinstance(c, Mapping)}
-    error = "type_error" if kinds and _type_of(actual) not in kinds else "wrong_value"
+    error = ErrorType.TYPE_ERROR if kinds and _type_of(actual) not in kinds else ErrorType.WRONG_VALUE
     return [Mismatch(path, error, f"got {actual!r}, expected one of {choices!r}")]
 
 
@@ -94,33 +96,33 @@ def _match_operator(matcher: Mapping[str, Any], actual: Any, path: str) -> list[
     if "$regex" in matcher:
         if isinstance(actual, str) and re.search(str(matcher["$regex"]), actual, re.IGNORECASE):
             return []
-        return [Mismatch(path, "wrong_value", f"{actual!r} does not match /{matcher['$regex']}/")]
+        return [Mismatch(path, ErrorType.WRONG_VALUE, f"{actual!r} does not match /{matcher['$regex']}/")]
     if "$approx" in matcher:
         tol = float(matcher.get("$tol", 1e-6))
         if isinstance(actual, int | float) and not isinstance(actual, bool):
             if abs(float(actual) - float(matcher["$approx"])) <= tol:
                 return []
-            return [Mismatch(path, "wrong_value", f"{actual!r} not within {tol} of {matcher['$approx']}")]
-        return [Mismatch(path, "type_error", f"expected a number, got {actual!r}")]
+            return [Mismatch(path, ErrorType.WRONG_VALUE, f"{actual!r} not within {tol} of {matcher['$approx']}")]
+        return [Mismatch(path, ErrorType.TYPE_ERROR, f"expected a number, got {actual!r}")]
     if "$set" in matcher:
         want = list(matcher["$set"])
         if not isinstance(actual, list):
-            return [Mismatch(path, "type_error", f"expected a list, got {actual!r}")]
+            return [Mismatch(path, ErrorType.TYPE_ERROR, f"expected a list, got {actual!r}")]
         remaining = list(actual)
         for item in want:
             hit = next((i for i, a in enumerate(remaining) if scalar_equal(item, a)), None)
             if hit is None:
-                return [Mismatch(path, "wrong_value", f"{actual!r} lacks {item!r}")]
+                return [Mismatch(path, ErrorType.WRONG_VALUE, f"{actual!r} lacks {item!r}")]
             remaining.pop(hit)
         if remaining:
-            return [Mismatch(path, "wrong_value", f"{actual!r} has extra items {remaining!r}")]
+            return [Mismatch(path, ErrorType.WRONG_VALUE, f"{actual!r} has extra items {remaining!r}")]
         return []
     if "$list" in matcher:
         items = list(matcher["$list"])
         if not isinstance(actual, list):
-            return [Mismatch(path, "type_error", f"expected a list, got {actual!r}")]
+            return [Mismatch(path, ErrorType.TYPE_ERROR, f"expected a list, got {actual!r}")]
         if len(items) != len(actual):
-            return [Mismatch(path, "wrong_value", f"expected {len(items)} items, got {len(actual)}")]
+            return [Mismatch(path, ErrorType.WRONG_VALUE, f"expected {len(items)} items, got {len(actual)}")]
         out: list[Mismatch] = []
         for i, (m, a) in enumerate(zip(items, actual, strict=True)):
             out += match_value(m, a, f"{path}[{i}]")
@@ -131,7 +133,7 @@ def _match_operator(matcher: Mapping[str, Any], actual: Any, path: str) -> list[
 def match_object(matchers: Mapping[str, Any], actual: Any, path: str = "") -> list[Mismatch]:
     """Match an argument object key by key: missing, wrong and extra arguments."""
     if not isinstance(actual, Mapping):
-        return [Mismatch(path, "type_error", f"expected an object, got {actual!r}")]
+        return [Mismatch(path, ErrorType.TYPE_ERROR, f"expected an object, got {actual!r}")]
     allow_extra = bool(matchers.get("$extra", False))
     out: list[Mismatch] = []
     for key, matcher in matchers.items():
@@ -141,14 +143,14 @@ def match_object(matchers: Mapping[str, Any], actual: Any, path: str = "") -> li
         value = actual.get(key, _MISSING)
         if value is _MISSING:
             if not optional(matcher):
-                out.append(Mismatch(sub, "missing_argument", f"'{sub}' is missing"))
+                out.append(Mismatch(sub, ErrorType.MISSING_ARGUMENT, f"'{sub}' is missing"))
             continue
         out += match_value(matcher, value, sub)
     if not allow_extra:
         for key in actual:
             if key not in matchers:
                 sub = f"{path}.{key}" if path else key
-                out.append(Mismatch(sub, "extra_argument", f"unexpected argument '{sub}'"))
+                out.append(Mismatch(sub, ErrorType.EXTRA_ARGUMENT, f"unexpected argument '{sub}'"))
     return out
 
 

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.checks import suite_checks
 from surfbench.bench.episode import run_episode, transcript_lines
+from surfbench.bench.models.client import ContextOverflow, ModelError
+from surfbench.bench.models.server import ServerError
 from surfbench.bench.models.types import ModelClient
 from surfbench.bench.records import EpisodeTrace
 from surfbench.bench.rows import episode_rows
@@ -36,9 +38,19 @@ class Finished:
     """The episode's wall time (the store commits quick episodes in groups)."""
 
 
+ENDPOINT_FAILURES: tuple[type[BaseException], ...] = (ModelError, ServerError)
+"""What the model endpoint raises when it failed a call (unreachable, rate limited past every retry, its local
+server died), :class:`~surfbench.bench.models.client.RateLimited` included; a
+:class:`~surfbench.bench.models.client.ContextOverflow` is an outcome of the surface, never run again."""
+
+
 def endpoint_failure(trace: EpisodeTrace) -> bool:
-    """The episode ended because the model endpoint failed (not because of anything the model did)."""
-    return bool(trace.error) and str(trace.error).startswith(("ModelError", "ServerError", "RateLimited"))
+    """The episode ended because the model endpoint failed (not because of anything the model did).
+
+    Decided by the class of the exception the episode loop recorded, never by its message.
+    """
+    cls = trace.error_class
+    return cls is not None and issubclass(cls, ENDPOINT_FAILURES) and not issubclass(cls, ContextOverflow)
 
 
 def play_episode(cell: Cell, key: str, task: Task, repeat: int, model: ModelClient, run_name: str) -> Finished:

@@ -126,6 +126,8 @@ class Suites:
 
     loaded: dict[str, Suite] = field(default_factory=dict)
     problems: dict[str, str] = field(default_factory=dict)
+    tasks: dict[str, dict[str, Task]] = field(default_factory=dict)
+    """Each loaded suite's tasks by id."""
 
     def task(self, suite_name: str, task_id: str) -> tuple[Suite, Task] | str:
         """The suite and task, or why not."""
@@ -138,7 +140,9 @@ class Suites:
                 self.problems[suite_name] = f"suite {suite_name!r} cannot be loaded: {exc}"
                 return self.problems[suite_name]
         suite = self.loaded[suite_name]
-        tasks: dict[str, Task] = suite.__dict__.setdefault("_tasks_by_id", {t.id: t for t in suite.tasks})
+        if suite_name not in self.tasks:
+            self.tasks[suite_name] = {t.id: t for t in suite.tasks}
+        tasks = self.tasks[suite_name]
         if task_id not in tasks:
             return f"suite {suite_name!r} has no task {task_id!r} any more"
         return suite, tasks[task_id]

@@ -40,6 +40,7 @@ from surfbench.bench.checks import (
 )
 from surfbench.bench.records import CallRecord, EpisodeTrace
 from surfbench.bench.suite import Task
+from surfbench.bench.taxonomy import ErrorType
 
 __all__ = ["EpisodeScore", "FirstTry", "check_answer", "check_state", "is_context_overflow", "lookup", "score_episode"]
 
@@ -106,14 +107,14 @@ def _first_tries(task: Task, calls: Sequence[CallRecord]) -> list[FirstTry]:
         if not unpaired:
             seen[exp.op] += 1
             missing = f"{exp.op} was never called" if len(exp.ops) == 1 else f"none of {', '.join(exp.ops)} was called"
-            out.append(FirstTry(i, exp.op, False, "missing_call", missing))
+            out.append(FirstTry(i, exp.op, False, ErrorType.MISSING_CALL, missing))
             continue
         op = min(unpaired, key=lambda name: unpaired[name])
         seen[op] += 1
         pos = unpaired[op]
         call = calls[pos]
         if call.schema_valid is False:
-            out.append(FirstTry(i, op, False, "schema_invalid", f"{op}: arguments fail its schema", pos))
+            out.append(FirstTry(i, op, False, ErrorType.SCHEMA_INVALID, f"{op}: arguments fail its schema", pos))
             continue
         problems = arg_problems(exp, call)
         if problems:
@@ -163,10 +164,10 @@ def score_episode(
         errors.append(trace.stopped)
         failures.append(f"no final text answer (stopped: {trace.stopped})")
     elif trace.final_text is None and trace.error is None:
-        errors.append("no_answer")
+        errors.append(ErrorType.NO_ANSWER)
         failures.append("no final text answer (max_steps reached)")
     if trace.error:
-        errors.append("context_overflow" if is_context_overflow(trace.error) else "harness_error")
+        errors.append(ErrorType.CONTEXT_OVERFLOW if is_context_overflow(trace.error) else ErrorType.HARNESS_ERROR)
         failures.append(trace.error)
 
     applicable = [r.passed for r in results if r.passed is not None]
@@ -174,12 +175,12 @@ def score_episode(
 
     recovered, failed_first = _recovery(calls)
     for c in calls:  # rejections (schema errors are counted through first tries)
-        if c.error_type and c.error_type != "schema_invalid":
+        if c.error_type and c.error_type != ErrorType.SCHEMA_INVALID:
             errors.append(c.error_type)
     if classify is not None:
         errors += [str(e) for e in classify(task, calls)]
     parse_failures = sum(s.parse_failures for s in trace.steps) + sum(1 for c in calls if c.kind == "parse_error")
-    errors += ["parse_failure"] * sum(s.parse_failures for s in trace.steps)
+    errors += [ErrorType.PARSE_FAILURE] * sum(s.parse_failures for s in trace.steps)
     return EpisodeScore(
         round_trips=len(trace.steps),
         overhead_round_trips=sum(1 for s in trace.steps if s.overhead),
@@ -194,8 +195,8 @@ def score_episode(
         refuse_ok=refuse_ok,
         recovered_after_error=recovered,
         failed_first_tries=failed_first,
-        boundary_violations=sum(1 for c in calls if c.error_type == "not_exposed"),
-        protocol_violations=sum(1 for c in calls if c.error_type == "not_loaded"),
+        boundary_violations=sum(1 for c in calls if c.error_type == ErrorType.NOT_EXPOSED),
+        protocol_violations=sum(1 for c in calls if c.error_type == ErrorType.NOT_LOADED),
         parse_failures=parse_failures,
         meta_calls=sum(1 for c in calls if c.kind == "meta"),
         operation_calls=sum(1 for c in calls if c.kind == "operation"),
@@ -214,7 +215,7 @@ def _selection(task: Task, calls: Sequence[CallRecord], errors: list[str], failu
     firsts = {op for e in task.expected for op in e.ops} if task.order == "any" else set(task.expected[0].ops)
     selection = bool(named) and named[0].operation in firsts
     if not selection:
-        errors.append("wrong_operation")
+        errors.append(ErrorType.WRONG_OPERATION)
         got = named[0].operation if named else "no operation"
         failures.append(f"selection: expected {task.expected[0].label} first, got {got}")
     return selection
@@ -227,7 +228,7 @@ def is_context_overflow(error: str | None) -> bool:
     """
     text = str(error or "")
     return bool(error) and (
-        "context_overflow" in text or "ContextWindowExceeded" in text or text.startswith(DOES_NOT_FIT_PREFIX)
+        ErrorType.CONTEXT_OVERFLOW in text or "ContextWindowExceeded" in text or text.startswith(DOES_NOT_FIT_PREFIX)
     )
 
 
@@ -250,7 +251,7 @@ def _recovery(calls: Sequence[CallRecord]) -> tuple[int, int]:
             continue
         if c.operation not in seen:
             seen.add(c.operation)
-            if c.schema_valid is False or c.error_type == "schema_invalid":
+            if c.schema_valid is False or c.error_type == ErrorType.SCHEMA_INVALID:
                 first_failed.add(c.operation)
             continue
         if c.operation in first_failed and c.kind == "operation" and c.backend_ok:

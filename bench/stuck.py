@@ -38,8 +38,9 @@ from typing import Any
 from surfbench.bench.config import ConfigError
 from surfbench.bench.program import PROGRAM_META
 from surfbench.bench.records import CallRecord, StepRecord
+from surfbench.bench.taxonomy import ErrorType
 
-STUCK_REPEAT = "stuck_repeat"
+STUCK_REPEAT = ErrorType.STUCK_REPEAT
 """Error type (and ``EpisodeTrace.stopped`` value) of an episode ended by ``stop_on_repeat``."""
 STUCK_RUN = 2
 """An episode is ``stuck`` when this many consecutive repeats happened (see the module docstring)."""

@@ -5,6 +5,10 @@ The core types are the :class:`ErrorType` enum. A suite adds its own failure mod
 the class); anything else that shows up in an episode is a harness bug, raised as
 :class:`UndeclaredErrorType` so that no report ever groups by a type nobody defined. docs/metrics.md's
 list is checked against this enum by a test.
+
+Code uses the members, never their spelling (a test scans for an error type compared with a string
+literal); a suite or surface uses the constants it declares. ``ErrorType`` is a ``StrEnum``: a member
+equals, hashes, formats and serialises as its value, so stored rows hold the same plain strings.
 """
 
 from __future__ import annotations

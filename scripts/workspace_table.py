@@ -18,12 +18,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from surfbench.bench.results import load_runs  # noqa: E402
+from surfbench.bench.taxonomy import ErrorType  # noqa: E402
 from surfbench.tasks.workspace.backend import named_tools  # noqa: E402
 
 SURFACES = ["unified", "split", "four", "bash"]
 MODES = [
     "steps_and_pipe", "pipe_for_steps", "steps_for_pipe", "inline_reimplementation", "inline_code_rejected",
-    "not_exposed",
+    ErrorType.NOT_EXPOSED,
 ]  # fmt: skip
 
 
@@ -48,7 +49,7 @@ def main() -> int:
             n = len(g)
             seen = Counter(t for raw in g["error_types"] for t in set(json.loads(raw)))
             mine = calls[calls["episode_key"].isin(g["episode_key"])]
-            invalid = (mine["error_type"] == "schema_invalid").sum() / n
+            invalid = (mine["error_type"] == ErrorType.SCHEMA_INVALID).sum() / n
             size = model.replace("qwen2.5-coder-", "").replace("-instruct", "")
             cells = [
                 size, surface, str(n), f"{100 * g['success'].mean():.0f}% ({int(g['success'].sum())})",
@@ -58,7 +59,7 @@ def main() -> int:
             ]  # fmt: skip
             print("| " + " | ".join(cells) + " |")
     mine = calls[calls["episode_key"].isin(episodes["episode_key"])]
-    outside = mine[mine["error_type"] == "not_exposed"]
+    outside = mine[mine["error_type"] == ErrorType.NOT_EXPOSED]
     scripts = outside["tool"].isin(named_tools())
     real = outside["operation"].notna()  # a canonical operation another surface shows (read_file on bash ...)
     invented = outside[~scripts & ~real]

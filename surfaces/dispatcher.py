@@ -15,6 +15,7 @@ from typing import Any
 from surfbench.bench.catalog import Operation
 from surfbench.bench.surface import (
     BAD_META_CALL,
+    SCHEMA_INVALID,
     UNKNOWN_OPERATION,
     Dispatch,
     MetaHandler,
@@ -113,7 +114,7 @@ class Dispatcher:
                     operation=op.name,
                     args={k: raw[k] for k in stray},
                     text=text,
-                    error_type="schema_invalid",
+                    error_type=SCHEMA_INVALID,
                 )
             return surface.route(tc.name, op, coerce_args(raw.get("args", {})), self.hint(op.name))
 
@@ -147,6 +148,9 @@ class DispatcherSurface(Surface):
 
     def meta_handlers(self) -> Mapping[str, MetaHandler]:
         return self._handlers
+
+    def named_operations(self) -> Sequence[str]:
+        return list(self.dispatcher.ops)
 
     def help_payload(self, op: Operation) -> str | None:
         return self.dispatcher.help_payload(op)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from surfbench.bench.retrieval import make_retriever, select_hits
 from surfbench.bench.surface import (
     BAD_META_CALL,
+    NOT_LOADED,
     Dispatch,
     MetaHandler,
     Session,
@@ -22,6 +23,7 @@ from surfbench.bench.surface import (
     ToolSpec,
     category_limit,
     coerce_args,
+    ranked,
 )
 from surfbench.bench.validation import short
 from surfbench.bench.wire import compact_json
@@ -34,7 +36,7 @@ SEARCH = "search_tools"
 class SearchSession(LazySession):
     def reject_unshown(self, call: ToolCall) -> Dispatch:
         rejected = super().reject_unshown(call)
-        if rejected.error_type == "not_loaded":
+        if rejected.protocol_violation:
             text = (
                 f"Operation '{call.name}' is not available yet. Call {SEARCH} with a short description of "
                 "what you want to do; the operations it returns become callable on your next turn."
@@ -45,7 +47,7 @@ class SearchSession(LazySession):
                 operation=call.name,
                 args=rejected.args,
                 text=text,
-                error_type="not_loaded",
+                error_type=NOT_LOADED,
             )
         return rejected
 
@@ -85,6 +87,10 @@ class SearchSurface(Surface):
     def meta_handlers(self) -> Mapping[str, MetaHandler]:
         return {SEARCH: _search}
 
+    @property
+    def retrieves(self) -> bool:
+        return True
+
 
 def _search(session: Session, call: ToolCall) -> Dispatch:
     assert isinstance(session, SearchSession) and isinstance(session.surface, SearchSurface)
@@ -97,11 +103,12 @@ def _search(session: Session, call: ToolCall) -> Dispatch:
     hits = select_hits(surface.retriever.top(query, surface.top_n), surface.top_n, surface.threshold, surface.min_k)
     names = [h.operation for h in hits]
     session.pending += [n for n in names if n not in session.loaded and n not in session.pending]
+    returned = ranked(names, [h.score for h in hits])
     if not hits:
-        return Dispatch("meta", call.name, text="No operation matches that query.", meta="search")
+        return Dispatch("meta", call.name, text="No operation matches that query.", meta="search", hits=returned)
     lines = [
         compact_json({"name": op.name, "description": op.description, "parameters": op.parameters})
         for op in surface.catalog.subset(names)
     ]
     text = "Matches (callable on your next turn):\n" + "\n".join(lines)
-    return Dispatch("meta", call.name, text=text, meta="search")
+    return Dispatch("meta", call.name, text=text, meta="search", hits=returned)

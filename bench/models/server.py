@@ -20,7 +20,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -185,9 +185,7 @@ class ServerGroup:
         if n < 1:
             raise ValueError(f"n_parallel must be 1 or more, got {n}")
         threads = max(1, settings.n_threads // n)
-        self.members = [
-            LocalServer(ServerSettings(**{**settings.__dict__, "n_threads": threads}), start_timeout) for _ in range(n)
-        ]
+        self.members = [LocalServer(replace(settings, n_threads=threads), start_timeout) for _ in range(n)]
         for i, member in enumerate(self.members[1:], start=1):  # one log per member
             member.log_path = member.log_path.with_name(f"{member.log_path.stem}-{i}.log")
 
