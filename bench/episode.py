@@ -37,12 +37,11 @@ from surfbench.bench.secrets import redact
 from surfbench.bench.stuck import STUCK_REPEAT, RepeatTracker
 from surfbench.bench.suite import Task
 from surfbench.bench.surface import Dispatch, Session, ToolCall
+from surfbench.bench.taxonomy import ErrorType
 from surfbench.bench.validation import validate_args
 from surfbench.bench.wire import compact_json, count_tokens, tool_wire_text, utf8_len
 
 RESULT_CHARS = 4000  # a tool result longer than this is cut (the model sees the cut)
-CONTEXT_OVERFLOW = "context_overflow"
-BACKEND_ERROR = "backend_error"
 
 
 @dataclass(frozen=True)
@@ -113,6 +112,7 @@ def run_episode(
             limit = step + settings.max_steps if settings.steps_per_turn else settings.max_steps
             while step < limit:
                 tools = session.tools()
+                shown = session.operations_shown()
                 request = ModelRequest(
                     messages=tuple(messages),
                     tools=tuple(tools),
@@ -126,7 +126,7 @@ def run_episode(
                 groups = _run_calls(turn, session, backend, step, catalog_ops, trace.usage)
                 calls = [record for group in groups for record in group]
                 trace.calls += calls
-                trace.steps.append(_step_record(step, request, turn, tools, system, calls))
+                trace.steps.append(_step_record(step, request, turn, tools, system, calls, _listed(shown, session)))
                 step += 1
                 run = repeats.observe(trace.steps[-1], calls)
                 messages.append(_assistant_message(turn))
@@ -158,15 +158,16 @@ def run_episode(
     except EndpointRefused:  # no request can succeed as configured: stop the cell with this one error
         raise
     except ContextOverflow as exc:  # the conversation outgrew the model: an outcome, recorded as such
-        trace.error = f"{CONTEXT_OVERFLOW}: {exc}"
+        trace.error, trace.error_class = f"{ErrorType.CONTEXT_OVERFLOW}: {exc}", type(exc)
     except Exception as exc:  # the harness's own failure (model unreachable, backend bug): end, record
-        trace.error = f"{type(exc).__name__}: {exc}"
+        trace.error, trace.error_class = f"{type(exc).__name__}: {exc}", type(exc)
         trace.traceback = traceback.format_exc()
     trace.messages = messages
     try:
         trace.state = backend.state()
     except Exception as exc:
-        trace.error = trace.error or f"state(): {type(exc).__name__}: {exc}"
+        if trace.error is None:
+            trace.error, trace.error_class = f"state(): {type(exc).__name__}: {exc}", type(exc)
         trace.traceback = trace.traceback or traceback.format_exc()
     trace.wall_s = time.perf_counter() - started
     return trace
@@ -201,7 +202,9 @@ def _run_call(
     if call.arguments_error:
         text = f"Could not parse the arguments of {call.name}: {call.arguments_error}. Send valid JSON."
         return [
-            CallRecord(step, index, call.name, call.arguments, "parse_error", error_type="parse_failure", result=text)
+            CallRecord(
+                step, index, call.name, call.arguments, "parse_error", error_type=ErrorType.PARSE_FAILURE, result=text
+            )
         ]
     outcome: Dispatch = session.dispatch(ToolCall(call.name, call.arguments, call.id))
     if isinstance(outcome, ProgramDispatch) and outcome.run is not None:
@@ -270,6 +273,7 @@ def _execute(
         return CallRecord(
             step, index, tool, args, outcome.kind, outcome.operation, outcome.meta, outcome.error_type,
             schema_valid, None, _result_text(outcome.text),
+            None if outcome.hits is None else [hit.as_dict() for hit in outcome.hits],
         ), None  # fmt: skip
     assert outcome.operation is not None and outcome.args is not None
     error_type: str | None
@@ -278,7 +282,7 @@ def _execute(
         result = backend.call(outcome.operation, outcome.args)
         ok, text, error_type = True, _result_text(result), None
     except ToolError as exc:
-        ok, text, error_type = False, f"Error: {exc}", BACKEND_ERROR
+        ok, text, error_type = False, f"Error: {exc}", ErrorType.BACKEND_ERROR
     # a sandboxed backend names the limit the call ran into (disk quota, memory cap): more specific
     error_type = getattr(backend, "last_error_type", None) or error_type
     record = CallRecord(
@@ -287,8 +291,24 @@ def _execute(
     return record, result
 
 
+def _listed(shown: list[str], session: Session) -> tuple[int, list[str] | None]:
+    """The step's operations shown as recorded: their count, and their names (None: the whole catalog).
+
+    A surface that shows every operation (full, dispatcher, code) would repeat the catalog on every step; the
+    run's catalogs table holds it once (bench.recorded). A request-dependent surface keeps its rank order.
+    """
+    every = len(shown) == len(session.surface.catalog) and not session.surface.request_dependent
+    return len(shown), None if every else shown
+
+
 def _step_record(
-    step: int, request: ModelRequest, turn: ModelTurn, tools: list[Any], system: str, calls: list[CallRecord]
+    step: int,
+    request: ModelRequest,
+    turn: ModelTurn,
+    tools: list[Any],
+    system: str,
+    calls: list[CallRecord],
+    shown: tuple[int, list[str] | None],
 ) -> StepRecord:
     wire = [tool_wire_text(t) for t in tools]  # serialised once: hash, bytes and token estimate
     tool_text = "".join(wire)
@@ -315,6 +335,8 @@ def _step_record(
         finish_reason=turn.finish_reason,
         cost_usd=turn.cost_usd,
         text=(turn.text or "")[:2000],
+        shown_count=shown[0],
+        operations_shown=shown[1],
     )
 
 

@@ -18,12 +18,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from surfbench.bench.parts import table_parts
 from surfbench.bench.results import ResultsError
 from surfbench.bench.schema import EPISODE_COLUMNS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 REQUIRED_COLUMNS = ("episode_key", "suite", "task_id", "surface", "model", "mode", "success")
 
@@ -46,7 +50,7 @@ def episode_parts(run: Path) -> list[Path]:
     """The part files of a run's episodes table (a folder of parts, or one compacted file)."""
     folder = run / "episodes.parquet"
     if folder.is_dir():
-        return sorted(folder.glob("part-*.parquet"))
+        return table_parts(folder)  # not those an interrupted compaction replaced (bench/parts.py)
     return [folder] if folder.is_file() else []
 
 
@@ -110,6 +114,9 @@ OPTIONAL_CELL_FIELDS: dict[str, tuple[type, ...]] = {
     "catalog_size": (int, type(None)),
     "grow": (int, type(None)),
     "grow_seed": (int, type(None)),
+    "records_version": (int,),  # bench.recorded: what the run folder records beside the tables
+    "suite_catalog_hash": (str,),
+    "retrieves": (bool,),
 }
 LEGACY_CELL_FIELDS = ("suite", "surface", "model")
 """What a cell recorded before cells had ids holds (the run's ``CellSpec``); ``mode`` (null: the model's) and
@@ -164,7 +171,7 @@ def check_cells(path: Path, info: Mapping[str, Any]) -> None:
             )
 
 
-def check_rows_recorded(run: Path, info: Mapping[str, Any], frame: Any) -> None:
+def check_rows_recorded(run: Path, info: Mapping[str, Any], frame: pd.DataFrame) -> None:
     """Every episode row's cell recorded in the run's run.json, else one line: the file belongs to another run.
 
     A row with a ``cell_id`` needs a cell with that id (run.json keeps every identity a folder ever ran, older

@@ -3,11 +3,14 @@
 For the retrieval surfaces (``preselect``, ``search``, ``lazy``, and ``code`` with ``sdk: search``) each
 episode's funnel is: were the task's expected operations among what the surface showed or returned
 (retrieved, recall), at what rank (MRR), then did the model pick the right one (selection), with right
-arguments (first try), and did the task succeed. ``preselect``'s shown set is recomputed exactly
-(retrieval is deterministic: the cell's surface parameters over the cell's catalog, grown as run.json
-records); ``search``'s returned operations are read from its search results in calls.parquet, ``lazy``'s
-from its load calls, code mode's from the stubs ``search_api`` returned inside the program. An episode
-that showed nothing at all is counted and named (zero shown): retrieval, not the model, failed.
+arguments (first try), and did the task succeed. Everything is read from the run folder (records v2,
+bench.recorded): the episode's ``expected_ops``; ``preselect``'s first step's ``operations_shown`` (in rank
+order); the ranked ``hits`` of ``search``'s search calls, ``lazy``'s load calls and code mode's ``search_api``
+calls (inside the program); the catalog's size from the run's catalogs table. An episode that showed nothing
+at all is counted and named (zero shown): retrieval, not the model, failed.
+
+Runs recorded before records v2 take the legacy path (:class:`_Legacy`): today's suite is loaded, preselect's
+set recomputed with a rebuilt surface, and search results parsed back out of the result text.
 
 The scale axis: each cell's catalog size (the suite's, or ``catalog.grow``), from run.json.
 """
@@ -19,12 +22,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from surfbench.bench.markdown import markdown_table
 from surfbench.bench.retrieval_eval import expected_ops
+from surfbench.bench.sections import Section
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RETRIEVAL_KINDS = ("preselect", "search", "lazy", "code")  # code: its search variant (search_api in the program)
+# LEGACY (runs before records v2): what search and search_api returned, parsed back out of the result text
 _RETURNED = re.compile(r'\{"name":\s*"([^"]+)"')
 _STUB = re.compile(r"^def (\w+)\(", re.MULTILINE)  # the stubs search_api returns inside a program
 
@@ -71,7 +78,7 @@ def _suite(cell: dict[str, Any], cache: dict[tuple[Any, ...], Any]) -> Any:
 
 
 def catalog_sizes(infos: dict[str, dict[str, Any]]) -> dict[str, int]:
-    """cell_id -> operations in the cell's catalog (run.json's ``catalog_size``, else the suite's, grown)."""
+    """cell_id -> operations in the cell's catalog (run.json's ``catalog_size``; LEGACY: else the suite's, grown)."""
     out: dict[str, int] = {}
     cache: dict[tuple[Any, ...], Any] = {}
     for cell_id, cell in _cells(infos).items():
@@ -90,7 +97,12 @@ def _args(value: Any) -> dict[str, Any]:
 
 
 def shown_operations(kind: str, surface: Any, task: Any, calls: Sequence[dict[str, Any]]) -> list[str]:
-    """What the surface showed or returned in one episode, best first (first appearance)."""
+    """LEGACY (runs before records v2): what the surface showed or returned, recovered from today's suite.
+
+    Preselect's set is recomputed with a surface rebuilt over today's catalog, search's and code's hits are
+    parsed back out of the result text (``_RETURNED``, ``_STUB``), lazy's from the load call's arguments. Runs
+    recorded since read :func:`recorded_shown` instead.
+    """
     if kind == "preselect":
         return [h.operation for h in surface.select(task.turns[0])]
     names: list[str] = []
@@ -107,40 +119,90 @@ def shown_operations(kind: str, surface: Any, task: Any, calls: Sequence[dict[st
     return list(dict.fromkeys(names))
 
 
-def funnel_rows(runs: Sequence[str | Path], frame: Any, infos: dict[str, dict[str, Any]]) -> list[FunnelRow]:
-    """One row per retrieval cell (surface x model x catalog size) of ``frame`` (the report's episodes)."""
-    import pandas as pd
+_RETURNING_META = {"preselect": None, "search": "search", "lazy": "load", "code": "search"}
+"""The meta call whose hits a kind's funnel counts (code: ``search_api``, not ``describe``)."""
 
-    from surfbench.bench.registry import build_surface
+
+def _listed(value: Any) -> list[Any] | None:
+    """A JSON-list column's value as a list; None when the row has none (NaN, None: not recorded)."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    return list(value) if isinstance(value, list) else None
+
+
+def recorded_shown(
+    kind: str, steps: Sequence[dict[str, Any]], calls: Sequence[dict[str, Any]], catalog: Sequence[str]
+) -> list[str]:
+    """What the surface showed or returned in one episode, from its own records (records v2), best first.
+
+    Preselect: the operations its first step showed (``operations_shown``, in rank order; ``catalog``, the
+    names of the episode's catalog, when the step showed all of them). The others: the ``hits`` of their
+    retrieving meta calls (search, load, ``search_api``), by rank, in call order, each operation once.
+    """
+    if kind == "preselect":
+        first = min(steps, key=lambda s: int(s["step"]), default=None)
+        if first is None:
+            return []  # never sent (does not fit): nothing shown
+        shown = _listed(first.get("operations_shown"))
+        return [str(n) for n in shown] if shown is not None else list(catalog)
+    names: list[str] = []
+    for call in sorted(calls, key=lambda c: (int(c["step"]), int(c["index"]))):
+        hits = _listed(call.get("hits"))
+        if hits is not None and call.get("meta") == _RETURNING_META[kind]:
+            names += [str(h["op"]) for h in sorted(hits, key=lambda h: int(h["rank"]))]
+    return list(dict.fromkeys(names))
+
+
+def _grouped(runs: Sequence[str | Path], table: str) -> dict[str, list[dict[str, Any]]]:
+    from surfbench.bench.results import load_runs
+
+    rows = load_runs(runs, table)
+    return {str(k): g.to_dict("records") for k, g in rows.groupby("episode_key")} if len(rows) else {}
+
+
+def funnel_rows(runs: Sequence[str | Path], frame: pd.DataFrame, infos: dict[str, dict[str, Any]]) -> list[FunnelRow]:
+    """One row per retrieval cell (surface x model x catalog size) of ``frame`` (the report's episodes).
+
+    An episode recorded with records v2 is read from the run folder only (its expected operations, steps,
+    calls and the run's catalogs); an older one takes the legacy path through today's suite.
+    """
+    from surfbench.bench.recorded import RecordedCatalogs, is_recorded
 
     episodes = frame[frame["surface_kind"].isin(RETRIEVAL_KINDS)] if len(frame) else frame
     if not len(episodes):
         return []
-    parts = [pd.read_parquet(Path(r) / "calls.parquet") for r in runs if (Path(r) / "calls.parquet").exists()]
-    calls = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["episode_key"])
-    by_episode = {k: g.to_dict("records") for k, g in calls.groupby("episode_key")} if len(calls) else {}
-    cells, suites, surfaces = _cells(infos), {}, {}  # type: ignore[var-annotated]
+    by_episode = _grouped(runs, "calls")
+    cells = _cells(infos)
+    rows = episodes.to_dict("records")
+    recorded = any(_listed(ep.get("expected_ops")) is not None and is_recorded(cells.get(ep["cell_id"])) for ep in rows)
+    steps = _grouped(runs, "steps") if recorded else {}
+    catalogs = RecordedCatalogs.load(runs) if recorded else RecordedCatalogs()
+    legacy = _Legacy()
     acc: dict[tuple[str, str, int], dict[str, Any]] = {}
-    for ep in episodes.to_dict("records"):
+    for ep in rows:
         cell = cells.get(ep["cell_id"])
         if cell is None:
             continue
-        suite = _suite(cell, suites)
-        task = next((t for t in suite.tasks if t.id == ep["task_id"]), None)
-        if task is None or not task.expected:
+        listed = _listed(ep.get("expected_ops"))
+        if listed is not None and is_recorded(cell):
+            if not cell.get("retrieves"):
+                continue  # code mode without search_api retrieves nothing: not a funnel row
+            expected = tuple(dict.fromkeys(str(e if isinstance(e, str) else e[0]) for e in listed))
+            digest = str(ep["catalog_hash"])
+            size = catalogs.size(digest) if digest in catalogs else int(cell.get("catalog_size") or 0)
+            names = catalogs.names(digest) if digest in catalogs and ep["surface_kind"] == "preselect" else []
+            key = str(ep["episode_key"])
+            shown = recorded_shown(ep["surface_kind"], steps.get(key, []), by_episode.get(key, []), names)
+        else:
+            found = legacy.episode(ep, cell, by_episode)
+            if found is None:
+                continue
+            expected, shown, size = found
+        if not expected:
             continue
-        catalog = suite.catalog_for(task)
-        surface_id = (ep["cell_id"], id(catalog))
-        if surface_id not in surfaces:
-            spec = cell.get("identity", {}).get("surface", {})
-            surfaces[surface_id] = build_surface(catalog, ep["surface_kind"], spec.get("params"), name=ep["surface"])
-        if ep["surface_kind"] == "code" and getattr(surfaces[surface_id], "sdk", None) != "search":
-            continue  # code mode without search_api retrieves nothing: not a funnel row
-        shown = shown_operations(ep["surface_kind"], surfaces[surface_id], task, by_episode.get(ep["episode_key"], []))
         position = {name: i + 1 for i, name in enumerate(shown)}
-        expected = expected_ops(task)
         ranks = [position[op] for op in expected if op in position]
-        row = acc.setdefault((str(ep["surface"]), str(ep["model"]), len(catalog)), {
+        row = acc.setdefault((str(ep["surface"]), str(ep["model"]), size), {
             "n": 0, "recall": 0.0, "rr": 0.0, "sel": 0, "ft": 0, "calls": 0, "ok": 0, "zero": []})  # fmt: skip
         row["n"] += 1
         row["recall"] += len(ranks) / len(expected)
@@ -156,6 +218,37 @@ def funnel_rows(runs: Sequence[str | Path], frame: Any, infos: dict[str, dict[st
                   r["ft"] / r["calls"] if r["calls"] else 0.0, r["ok"] / r["n"], tuple(sorted(set(r["zero"]))))
         for (surface, model, size), r in sorted(acc.items(), key=_funnel_order)
     ]  # fmt: skip
+
+
+class _Legacy:
+    """LEGACY (runs before records v2): an episode's funnel inputs from today's suite and a rebuilt surface."""
+
+    def __init__(self) -> None:
+        self.suites: dict[tuple[Any, ...], Any] = {}
+        self.surfaces: dict[tuple[str, int], Any] = {}
+
+    def episode(
+        self, ep: dict[str, Any], cell: dict[str, Any], by_episode: dict[str, list[dict[str, Any]]]
+    ) -> tuple[tuple[str, ...], list[str], int] | None:
+        """(expected operations, shown, catalog size), or None when the episode is not a funnel row."""
+        from surfbench.bench.registry import build_surface
+
+        suite = _suite(cell, self.suites)
+        task = next((t for t in suite.tasks if t.id == ep["task_id"]), None)
+        if task is None or not task.expected:
+            return None
+        catalog = suite.catalog_for(task)
+        surface_id = (ep["cell_id"], id(catalog))
+        if surface_id not in self.surfaces:
+            spec = cell.get("identity", {}).get("surface", {})
+            self.surfaces[surface_id] = build_surface(
+                catalog, ep["surface_kind"], spec.get("params"), name=ep["surface"]
+            )
+        surface = self.surfaces[surface_id]
+        if ep["surface_kind"] == "code" and getattr(surface, "sdk", None) != "search":
+            return None  # code mode without search_api retrieves nothing: not a funnel row
+        shown = shown_operations(ep["surface_kind"], surface, task, by_episode.get(str(ep["episode_key"]), []))
+        return expected_ops(task), shown, len(catalog)
 
 
 def _funnel_order(item: tuple[tuple[str, str, int], Any]) -> tuple[str, int, str, str]:
@@ -179,14 +272,15 @@ def funnel_table(rows: Sequence[FunnelRow]) -> list[list[str]]:
     return out
 
 
-def funnel_section(rows: Sequence[FunnelRow]) -> list[str]:
-    """The report's funnel section (markdown), or nothing when no run has a retrieval surface."""
+def funnel_section(rows: Sequence[FunnelRow]) -> list[Section]:
+    """The report's funnel section, or nothing when no run has a retrieval surface."""
     if not rows:
         return []
-    return [
-        "## Retrieval funnel (preselect, search, lazy, code with search_api)\n\n"
+    text = (
         "Per cell: share of expected operations the surface "
         "showed or returned (retrieved), their mean reciprocal rank, then selection, first-try arguments and "
         "success. Zero shown: episodes in which the surface showed or returned no operation at all "
-        "(retrieval failed, not the model).\n\n" + markdown_table(FUNNEL_HEAD, funnel_table(rows))
-    ]
+        "(retrieval failed, not the model)."
+    )
+    title = "Retrieval funnel (preselect, search, lazy, code with search_api)"
+    return [Section(title, text, (FUNNEL_HEAD, funnel_table(rows)))]

@@ -34,7 +34,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.compare import Paired, paired_comparisons
 from surfbench.bench.config import ConfigError
@@ -42,8 +42,11 @@ from surfbench.bench.evidence import surface_label
 from surfbench.bench.gate_criteria import KINDS, Criterion, load_criteria
 from surfbench.bench.limits import recorded_originals
 from surfbench.bench.metrics import METRICS, Metric, summarize_cell
-from surfbench.bench.provenance import RunView, load_current
+from surfbench.bench.reader import Runs, load
 from surfbench.bench.tables import CellSummary
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NO_EVIDENCE = "no evidence"
 DECISIONS = ("ship", "revise", "close")
@@ -89,19 +92,17 @@ class GateResult:
         return min(EXIT[d] for d in self.decisions.values())
 
 
-def _cell(frame: Any, surface: str, model: str) -> CellSummary:
+def _cell(frame: pd.DataFrame, surface: str, model: str) -> CellSummary:
     return summarize_cell(frame[(frame["surface"] == surface) & (frame["model"] == model)].to_dict("records"))
 
 
-def _hot_ops(suites: set[str], k: int | None) -> set[str] | None:
+def _hot_ops(view: Runs, k: int | None) -> set[str] | None:
+    """The top ``k`` operations of each suite by traffic weight, from the run folders (legacy runs: today's suites)."""
     if not k:
         return None
-    from surfbench.bench.suite import load_suite
+    from surfbench.bench.report_choices import catalog_facts
 
-    hot: set[str] = set()
-    for name in suites:
-        hot |= {op.name for op in load_suite(name).catalog.by_weight()[:k]}
-    return hot
+    return catalog_facts(view.runs, view.infos, view.episodes, k).hot
 
 
 def _payload_sizes(surface: Any) -> dict[str, int]:
@@ -110,37 +111,46 @@ def _payload_sizes(surface: Any) -> dict[str, int]:
     return {name: len(text.encode("utf-8")) for name, text in texts.items() if text is not None}
 
 
-def _help_sizes(view: RunView, candidate: str) -> tuple[dict[str, int], list[str]]:
-    """Help payload bytes per operation for the candidate surface, rebuilt from the config the run recorded.
+def _help_sizes(view: Runs, candidate: str) -> tuple[dict[str, int], list[str]]:
+    """Help payload bytes per operation for the candidate surface, as the run recorded them (bench.recorded).
 
     Returns the sizes and a line per cell saying which surface config was used (the run's, never
-    today's file).
+    today's file). LEGACY: a cell recorded before records v2 rebuilds its surface over today's suite,
+    from the config the run recorded (refused when the catalog changed since).
     """
     from surfbench.bench.config import surface_config
+    from surfbench.bench.recorded import RecordedCatalogs, is_recorded
     from surfbench.bench.registry import build_surface
     from surfbench.bench.suite import load_suite
 
     sizes: dict[str, int] = {}
     used: list[str] = []
-    for cell in view.cells():
-        if cell.get("surface_label") != candidate:
+    recorded = RecordedCatalogs.load(view.runs)
+    for cell in view.cells:
+        if cell.surface_label != candidate:
             continue
-        resolved = cell["identity"]["surface"]
-        catalog = load_suite(str(cell["suite"])).catalog
-        if catalog.content_hash != cell.get("catalog_hash"):
+        resolved = cell.identity["surface"]
+        used_line = f"{candidate}: kind {resolved['kind']}, params {json.dumps(resolved['params'], sort_keys=True)}"
+        if is_recorded(cell.raw) and str(cell.cell_id) in recorded.help_cells:
+            used.append(used_line)
+            back = recorded_originals([cell.raw])  # shown under the catalog's own names (run.json's name_map)
+            sizes.update({back.get(n, n): size for n, size in recorded.help.get(str(cell.cell_id), {}).items()})
+            continue
+        catalog = load_suite(cell.suite).catalog
+        if catalog.content_hash != cell.catalog_hash:
             raise ConfigError(
-                f"suite {cell['suite']!r}: its catalog changed since the run (hash {cell.get('catalog_hash')} "
+                f"suite {cell.suite!r}: its catalog changed since the run (hash {cell.catalog_hash} "
                 f"recorded, {catalog.content_hash} now); help sizes cannot be judged on the catalog the run used"
             )
         surface = build_surface(catalog, str(resolved["kind"]), dict(resolved["params"]), name=str(resolved["name"]))
-        used.append(f"{candidate}: kind {resolved['kind']}, params {json.dumps(resolved['params'], sort_keys=True)}")
-        back = recorded_originals([cell])  # shown under the catalog's own names (run.json's name_map)
+        used.append(used_line)
+        back = recorded_originals([cell.raw])  # shown under the catalog's own names (run.json's name_map)
         sizes.update({back.get(name, name): size for name, size in _payload_sizes(surface).items()})
-    for cell in view.legacy_cells():  # recorded before run.json kept the resolved config: today's file
-        if cell.get("surface") != candidate or any(u.startswith(f"{candidate}:") for u in used):
+    for cell in view.legacy_cells:  # recorded before run.json kept the resolved config: today's file
+        if cell.surface != candidate or any(u.startswith(f"{candidate}:") for u in used):
             continue
         cfg = surface_config(candidate)
-        surface = build_surface(load_suite(str(cell["suite"])).catalog, cfg.kind, cfg.params, name=cfg.name)
+        surface = build_surface(load_suite(cell.suite).catalog, cfg.kind, cfg.params, name=cfg.name)
         used.append(
             f"{candidate}: kind {cfg.kind}, params {json.dumps(cfg.params, sort_keys=True)} (today's "
             f"configs/surface/{candidate}.yaml: the run predates recorded configs)"
@@ -152,8 +162,8 @@ def _help_sizes(view: RunView, candidate: str) -> tuple[dict[str, int], list[str
 def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> GateResult:
     """Judge every candidate surface of the runs on the criteria file's criteria."""
     spec = load_criteria(criteria_path)
-    view = load_current(runs, keep_newest=keep_newest)
-    frame = view.frame
+    view = load(*runs, keep_newest=keep_newest)
+    frame = view.episodes
     surfaces = {str(s) for s in frame["surface"]}
     baseline = surface_label(str(spec.get("baseline", "full")), surfaces)
     if baseline not in surfaces:
@@ -163,7 +173,7 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
     missing = [c for c in candidates if c not in surfaces]
     if missing:
         raise ConfigError(f"candidate surface(s) {missing} not in the runs")
-    hot = _hot_ops(set(frame["suite"]), spec.get("hot_operations"))
+    hot = _hot_ops(view, spec.get("hot_operations"))
     # a criterion with tasks: {tags: [...]} sees only the episodes of tasks carrying one of its tags
     tags = [set(json.loads(t) if isinstance(t, str) else t) for t in frame["tags"]]  # stored as JSON text
     subsets = {c.tags: frame[[not c.tags or bool(t & set(c.tags)) for t in tags]] for c in spec["criteria"]}

@@ -10,8 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from surfbench.bench.taxonomy import ErrorType
+
 DOC = "doc"
 """The field-metadata key of a column's one-line description."""
+
+RECORDS_VERSION = 2
+"""Bumped when what a run records changes (run.json keeps it per cell, ``records_version``). 2: steps record the
+operations shown, calls the operations a meta call returned (``hits``), episodes their expected operations, and
+the run its catalogs and help sizes (bench.recorded), so that readers never reload a suite. Cells without it
+(version 1) are read the old way, from today's suites (marked as the legacy path where it happens)."""
 
 
 def doc(text: str) -> dict[str, str]:
@@ -47,6 +55,13 @@ class CallRecord:
         default=None, metadata=doc("For calls that reached the backend: did the operation succeed.")
     )
     result: str = field(default="", metadata=doc("What went back to the model (truncated)."))
+    hits: list[dict[str, Any]] | None = field(
+        default=None,
+        metadata=doc(
+            "For a meta call that returned operations (search, load, search_api, describe): [{op, rank, score}], "
+            "best first (rank from 1; score None where nothing ranked them); None otherwise or before records v2."
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -82,6 +97,17 @@ class StepRecord:
     finish_reason: str | None = field(metadata=doc("The provider's finish reason."))
     cost_usd: float = field(metadata=doc("From LiteLLM's local price map; 0 for local models."))
     text: str = field(default="", metadata=doc("Assistant text of this step (at most 2,000 characters)."))
+    shown_count: int | None = field(
+        default=None,
+        metadata=doc("Operations the model could call at this step, directly or by name; None before records v2."),
+    )
+    operations_shown: list[str] | None = field(
+        default=None,
+        metadata=doc(
+            "Those operations in the surface's order (preselect: rank order); None when they are every operation "
+            "of the catalog (the run's catalogs table lists them) or before records v2."
+        ),
+    )
 
 
 @dataclass
@@ -95,8 +121,11 @@ class EpisodeTrace:
     """The last text-only answer, or None when the episode ended without one."""
     error: str | None = None
     """A harness error that ended the episode."""
+    error_class: type[BaseException] | None = None
+    """The class of the exception behind ``error`` (kept, not parsed back from the text: whether the endpoint
+    failed the episode, so that it runs again, is ``issubclass`` of this; see bench.play)."""
     traceback: str | None = None
-    stopped: str | None = None
+    stopped: ErrorType | None = None
     """Why the loop ended the episode early, as an error type (``stuck_repeat``; see bench.stuck), or None."""
     state: dict[str, Any] = field(default_factory=dict)
     """Backend state at the end."""

@@ -14,13 +14,18 @@ called (for a ``one_of``, the alternative it picked).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.expected import OneOfCall
 from surfbench.bench.metrics import fmt
 from surfbench.bench.suite_model import Suite
+from surfbench.bench.taxonomy import ErrorType
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NONE_PICKED = "none"
 """The pick of an episode that called no alternative."""
@@ -45,14 +50,81 @@ def _tries(raw: Any) -> list[Mapping[str, Any]]:
     return list(json.loads(raw) if isinstance(raw, str) else (raw if raw is not None else []))
 
 
-def alternative_picks(frame: Any, suites: Mapping[str, Suite]) -> list[AlternativePicks]:
-    """One entry per ``one_of`` expected call of the tasks in ``frame`` (empty when no suite has one)."""
-    choices: dict[tuple[str, str], list[tuple[int, tuple[str, ...]]]] = {}
-    for name, suite in suites.items():
-        for task in suite.tasks:
-            found = [(i, e.ops) for i, e in enumerate(task.expected) if isinstance(e, OneOfCall)]
-            if found:
-                choices[(name, task.id)] = found
+Choices = dict[tuple[str, str], list[tuple[int, tuple[str, ...]]]]
+"""(suite, task id) -> its ``one_of`` expected calls: (position in ``expected``, the alternatives' operations)."""
+
+
+@dataclass
+class CatalogFacts:
+    """What the report needs of the runs' catalogs and tasks, read from the run folders (bench.recorded)."""
+
+    op_order: list[str] = field(default_factory=list)
+    """Operations hottest first, suite by suite (catalog traffic weight)."""
+    hot: set[str] = field(default_factory=set)
+    """The top ``hot_k`` operations of each suite."""
+    choices: Choices = field(default_factory=dict)
+    read_only: dict[str, dict[str, bool]] = field(default_factory=dict)
+    """Suite -> operation -> the catalog's read-only flag."""
+
+
+def _listed(value: Any) -> list[Any] | None:
+    if isinstance(value, str):
+        value = json.loads(value)
+    return list(value) if isinstance(value, list) else None
+
+
+def catalog_facts(
+    runs: Sequence[str | Path], infos: Mapping[str, Mapping[str, Any]], frame: pd.DataFrame, hot_k: int
+) -> CatalogFacts:
+    """The suites' operation order, hot set, ``one_of`` calls and read-only flags, as the runs recorded them.
+
+    A suite whose cells all carry records v2 is read from the run folders only (the catalogs table, the
+    episodes' ``expected_ops``); any other takes the legacy path: today's suite is loaded.
+    """
+    from surfbench.bench.recorded import RecordedCatalogs
+
+    out = CatalogFacts()
+    if frame is None or not len(frame):
+        return out
+    suites = sorted({str(s) for s in frame["suite"]})
+    recorded = RecordedCatalogs.load(runs)
+    ids = {str(c) for c in frame["cell_id"]}
+    cells = [c for info in infos.values() for c in info.get("cells", []) if isinstance(c, dict)]
+    cells = [c for c in cells if c.get("cell_id") in ids]
+    own = recorded.suite_catalogs(cells, suites)
+    for name in suites:
+        if name in own:
+            ranked = recorded.by_weight(own[name])
+            out.read_only[name] = recorded.read_only(own[name])
+        else:  # LEGACY (runs before records v2): today's suite
+            from surfbench.bench.suite import load_suite
+
+            suite = load_suite(name)
+            ranked = [op.name for op in suite.catalog.by_weight()]
+            out.read_only[name] = {op.name: op.read_only for op in suite.catalog}
+            out.choices.update(suite_choices(name, suite))
+        out.op_order += ranked
+        out.hot |= set(ranked[:hot_k])
+    for row in frame[frame["suite"].isin(list(own))].to_dict("records"):
+        expected = _listed(row.get("expected_ops"))
+        found = [(i, tuple(str(o) for o in e)) for i, e in enumerate(expected or []) if isinstance(e, list)]
+        if found:
+            out.choices[(str(row["suite"]), str(row["task_id"]))] = found
+    return out
+
+
+def suite_choices(name: str, suite: Suite) -> Choices:
+    """The ``one_of`` expected calls of a loaded suite's tasks (the legacy path of :func:`catalog_facts`)."""
+    choices: Choices = {}
+    for task in suite.tasks:
+        found = [(i, e.ops) for i, e in enumerate(task.expected) if isinstance(e, OneOfCall)]
+        if found:
+            choices[(name, task.id)] = found
+    return choices
+
+
+def alternative_picks(frame: pd.DataFrame, choices: Choices) -> list[AlternativePicks]:
+    """One entry per ``one_of`` expected call of the tasks in ``frame`` (empty when no task has one)."""
     if not choices or frame is None or not len(frame):
         return []
     out: dict[tuple[str, str, int], AlternativePicks] = {}
@@ -62,7 +134,9 @@ def alternative_picks(frame: Any, suites: Mapping[str, Suite]) -> list[Alternati
         for index, ops in choices.get(key, []):
             entry = out.setdefault((*key, index), AlternativePicks(key[0], key[1], index, ops))
             tried = tries[index] if index < len(tries) else {}
-            picked = NONE_PICKED if tried.get("error_type") == "missing_call" else str(tried.get("op", NONE_PICKED))
+            picked = (
+                NONE_PICKED if tried.get("error_type") == ErrorType.MISSING_CALL else str(tried.get("op", NONE_PICKED))
+            )
             counts = entry.picks.setdefault((str(row["surface"]), str(row["model"])), {})
             counts[picked] = counts.get(picked, 0) + 1
     return [out[k] for k in sorted(out)]
@@ -96,12 +170,14 @@ def picks_table(
     return head, rows
 
 
-def access_split(frame: Any, suites: Mapping[str, Suite]) -> dict[tuple[str, str], dict[str, tuple[int, int]]]:
+def access_split(
+    frame: pd.DataFrame, flags: Mapping[str, Mapping[str, bool]]
+) -> dict[tuple[str, str], dict[str, tuple[int, int]]]:
     """(surface, model) -> ``read`` / ``write`` -> first tries (correct, attempts), by the catalog's read-only flag.
 
-    An operation its suite's catalog does not hold is left out.
+    ``flags``: suite -> operation -> read-only (:attr:`CatalogFacts.read_only`). An operation its suite's
+    catalog does not hold is left out.
     """
-    flags = {name: {op.name: op.read_only for op in suite.catalog} for name, suite in suites.items()}
     out: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
     if frame is None or not len(frame):
         return out

@@ -6,6 +6,7 @@ import statistics
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from surfbench.bench.expected import OneOfCall
 from surfbench.bench.records import EpisodeTrace
 from surfbench.bench.scorer import EpisodeScore
 from surfbench.bench.stuck import scan as scan_repeats
@@ -112,6 +113,7 @@ def episode_rows(
         attempts=attempts,
         disk_peak_bytes=usage.get("disk_peak_bytes"),
         memory_peak_bytes=usage.get("memory_peak_bytes"),
+        expected_ops=[list(e.ops) if isinstance(e, OneOfCall) else e.op for e in task.expected],
     )
     step_rows = [StepRow(key, s) for s in steps]
     call_rows = []

@@ -7,11 +7,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from surfbench.bench.catalog import Catalog
 from surfbench.bench.claims import Claims, retake_errored
 from surfbench.bench.concurrency import in_order
 from surfbench.bench.config import ConfigError, SurfaceConfig, read_group_config, surface_config
 from surfbench.bench.episode import LoopSettings
-from surfbench.bench.fit import first_request_fit, unfit_episode
+from surfbench.bench.fit import Fits, first_request_fit, unfit_episode
 from surfbench.bench.grow import grow_suite, grown_label
 from surfbench.bench.identity import (
     MODEL_IDENTITY_FIELDS,
@@ -28,6 +29,7 @@ from surfbench.bench.limits import name_map_for
 from surfbench.bench.models import ModelConfig, ModelPool, model_config
 from surfbench.bench.models.types import ModelClient
 from surfbench.bench.play import Finished, play_episode
+from surfbench.bench.recorded import cell_records, record_cell
 from surfbench.bench.registry import build_surface
 from surfbench.bench.results import RunStore
 from surfbench.bench.suite import Suite, Task, load_suite
@@ -87,10 +89,16 @@ class Cell:
     """The surface's config name, or ``name[param=value,...]`` when run with overrides of its file."""
     model_label: str = ""
     """The model's config name, or ``name[setting=value,...]`` when run with overrides of its file."""
+    own_catalog: Catalog | None = None
+    """The suite's catalog before ``catalog.grow`` (None: not grown, ``suite.catalog`` is its own)."""
     settings: LoopSettings = field(init=False)
     backend_options: dict[str, Any] = field(init=False)
     """The backend's options for every episode (suite.yaml's, then the run's)."""
     identity: CellIdentity = field(init=False)
+    fits: Fits = field(init=False, default_factory=Fits, repr=False, compare=False)
+    """What bench.fit predicted for this cell's first requests (its own cache, kept with the cell)."""
+    _task_hashes: dict[str, str] = field(init=False, default_factory=dict, repr=False, compare=False)
+    _task_surfaces: dict[int, Surface] = field(init=False, default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         m = self.model_cfg
@@ -136,7 +144,7 @@ class Cell:
         return frozenset(self.suite.error_types) | frozenset(type(self.surface).error_types)
 
     def task_hash(self, task: Task) -> str:
-        cache: dict[str, str] = self.__dict__.setdefault("_task_hashes", {})
+        cache = self._task_hashes
         if task.id not in cache:
             cache[task.id] = task_hash(task)
         return cache[task.id]
@@ -145,7 +153,7 @@ class Cell:
         """The cell's surface, or, for a task with its own catalog, the same surface built over that."""
         if task.catalog is None:
             return self.surface
-        cache: dict[int, Surface] = self.__dict__.setdefault("_task_surfaces", {})
+        cache = self._task_surfaces
         key = id(task.catalog)
         if key not in cache:
             cfg = self.surface_cfg
@@ -178,6 +186,7 @@ class Cell:
             "mode": self.mode,
             "suite_files": self.suite.file_hashes(),
             "task_hashes": {t.id: self.task_hash(t) for t in self.tasks},
+            **cell_records(self.surface, self.own_catalog or self.suite.catalog),  # bench.recorded
         }
 
 
@@ -204,6 +213,7 @@ def resolve_cell(
         if value is not None and value < 1:
             raise ConfigError(f"{field_name}={value}: must be a positive number (or null for the default)")
     suite = load_suite(spec.suite)
+    own_catalog = suite.catalog if spec.grow else None
     if spec.grow:  # the grown catalog's hash enters the cell identity (catalog_hash)
         suite = grow_suite(suite, spec.grow, spec.grow_seed)
     surface_cfg = surface_config(spec.surface, surface_data)
@@ -251,7 +261,7 @@ def resolve_cell(
             )
     if spec.grow:  # cells of a scale sweep differ only in their catalog: the label tells them apart
         surface_label = grown_label(surface_label, spec.grow)
-    return Cell(spec, suite, surface_cfg, surface, model_cfg, tasks, mode, surface_label, model_label)
+    return Cell(spec, suite, surface_cfg, surface, model_cfg, tasks, mode, surface_label, model_label, own_catalog)
 
 
 ProgressFn = Callable[[Cell, int, int, dict[str, Any] | None], None]
@@ -298,6 +308,8 @@ def run_cell(
     is claimed before it runs, so they split the work and none runs twice. Episodes another live process
     holds are skipped, then waited for at the end, so that the cell's summary counts every one.
     """
+    catalogs = [cell.suite.catalog, cell.own_catalog, *(t.catalog for t in cell.tasks)]
+    record_cell(store.root, cell.cell_id, cell.surface, [c for c in catalogs if c is not None])  # bench.recorded
     done = store.done_keys()
     claims = Claims(store.root)
     store.after_commit = claims.release  # a claim goes once its episode is committed (group commit too)

@@ -17,17 +17,18 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from surfbench.bench.catalog import Catalog, Operation
+from surfbench.bench.taxonomy import ErrorType
 from surfbench.bench.validation import ArgIssue, closest, describe_issues, validate_args
 from surfbench.bench.wire import compact_json
 
 DispatchKind = Literal["operation", "meta", "rejected"]
 
-# The error types a dispatch can carry; the scorer's taxonomy extends this list.
-NOT_EXPOSED = "not_exposed"
-NOT_LOADED = "not_loaded"
-SCHEMA_INVALID = "schema_invalid"
-UNKNOWN_OPERATION = "unknown_operation"
-BAD_META_CALL = "bad_meta_call"
+# The core error types a dispatch carries (bench.taxonomy's members, named here for surfaces' imports).
+NOT_EXPOSED = ErrorType.NOT_EXPOSED
+NOT_LOADED = ErrorType.NOT_LOADED
+SCHEMA_INVALID = ErrorType.SCHEMA_INVALID
+UNKNOWN_OPERATION = ErrorType.UNKNOWN_OPERATION
+BAD_META_CALL = ErrorType.BAD_META_CALL
 LIST_MAX = 20  # tool names an error lists at most
 
 
@@ -56,6 +57,28 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class Returned:
+    """One operation a meta call returned (a search hit, a loaded operation, a described one), in rank order."""
+
+    operation: str
+    """The canonical operation."""
+    rank: int
+    """Its position among what the call returned, from 1 (best first)."""
+    score: float | None = None
+    """The retriever's similarity, where one ranked it (None for a load or a describe)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"op": self.operation, "rank": self.rank, "score": self.score}
+
+
+def ranked(operations: Iterable[str], scores: Iterable[float | None] | None = None) -> tuple[Returned, ...]:
+    """``operations`` (best first) as :class:`Returned` records, ranks from 1; ``scores`` beside them if known."""
+    names = list(operations)
+    marks = list(scores) if scores is not None else [None] * len(names)
+    return tuple(Returned(name, i + 1, score) for i, (name, score) in enumerate(zip(names, marks, strict=True)))
+
+
+@dataclass(frozen=True)
 class Dispatch:
     """Where one tool call went."""
 
@@ -75,6 +98,11 @@ class Dispatch:
     """Argument problems behind a ``schema_invalid`` rejection."""
     meta: str | None = None
     """For ``meta``: ``help``, ``load`` or ``search``."""
+    hits: tuple[Returned, ...] | None = None
+    """For a meta call that returned operations (search, load, ``search_api``, ``describe``): them, best first.
+
+    Recorded in the call's ``hits`` column, so that readers (the report's retrieval funnel) never parse ``text``;
+    None for every other dispatch (an empty tuple: the call returned no operation)."""
 
     @property
     def boundary_violation(self) -> bool:
@@ -129,6 +157,16 @@ class Session:
 
     def system_text(self) -> str:
         return self.surface.system_text()
+
+    def operations_shown(self) -> list[str]:
+        """The canonical operations the model can call at this step, after :meth:`tools`, in the surface's order.
+
+        "Shown" means callable directly (an operation's typed tool in this step's tool block) or by name through a
+        shown tool (a dispatcher's operations, an SDK's functions, the operations a command tool routes to:
+        :meth:`Surface.named_operations`). Preselect's are in its retrieval's rank order. Recorded per step.
+        """
+        typed = [name for name in self._shown if name in self.surface.catalog]
+        return list(dict.fromkeys([*typed, *self.surface.named_operations()]))
 
     # -- where calls go -------------------------------------------------------------------------
     def dispatch(self, call: ToolCall) -> Dispatch:
@@ -228,6 +266,18 @@ class Surface:
     def reachable(self) -> Sequence[Operation]:
         """Operations a model can reach through this surface at all (loaded or not)."""
         return list(self.catalog.operations)
+
+    def named_operations(self) -> Sequence[str]:
+        """Operations callable by name through one of the static tools (a dispatcher, an SDK, a command tool).
+
+        Part of what a step shows (:meth:`Session.operations_shown`); typed tools are counted there already.
+        """
+        return []
+
+    @property
+    def retrieves(self) -> bool:
+        """Whether this surface shows or returns operations by retrieval (a row of the report's funnel)."""
+        return False
 
     def notes(self) -> list[str]:
         """Caveats a report should show next to this surface's numbers."""

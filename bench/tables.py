@@ -147,6 +147,13 @@ class EpisodeRow(Row):
     attempts: int | None = field(default=None, metadata=doc("Times the episode ran (endpoint failures rerun it)."))
     disk_peak_bytes: int | None = field(metadata=doc("A sandboxed backend's peak disk use, bytes."))
     memory_peak_bytes: int | None = field(metadata=doc("A sandboxed backend's peak memory use, bytes."))
+    expected_ops: list[str | list[str]] | None = field(
+        default=None,
+        metadata=doc(
+            "The task's expected calls in order: an operation, or a one_of's operations as a list; None before "
+            "records v2 (bench.recorded: readers then reload the suite)."
+        ),
+    )
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from surfbench.bench.sandbox.box import ENOSPC, NOMEM, Sandbox
 from surfbench.bench.sandbox.channel import ChannelStats, run_with_channel
 from surfbench.bench.sandbox.limits import DISK_QUOTA_EXCEEDED, MEMORY_EXCEEDED, Result, limit_note
 from surfbench.bench.secrets import redact
-from surfbench.bench.surface import BAD_META_CALL, NOT_EXPOSED, NOT_LOADED, SCHEMA_INVALID, Dispatch
+from surfbench.bench.surface import BAD_META_CALL, NOT_EXPOSED, NOT_LOADED, SCHEMA_INVALID, Dispatch, ranked
 from surfbench.bench.validation import closest, short
 from surfbench.surfaces._sdk import stub
 
@@ -163,14 +163,16 @@ class Program:
                 near = closest(str(word), list(surface.names.operation))
                 text = f"describe(name) takes one SDK function name; got {short(values)}. Close: {', '.join(near)}."
                 return Dispatch("meta", fn, text=text, meta="help", error_type=BAD_META_CALL)
-            return Dispatch("meta", fn, text=stub(surface.names, surface.catalog[op_name]), meta="help")
+            text = stub(surface.names, surface.catalog[op_name])
+            return Dispatch("meta", fn, text=text, meta="help", hits=ranked([op_name]))
         if word is None:
             text = f"search_api(query) takes one text: what you want to do; got {short(values)}."
             return Dispatch("meta", fn, text=text, meta="search", error_type=BAD_META_CALL)
         found = surface.search(word)
         self.found.update(op.name for op in found)
         stubs = [stub(surface.names, op) for op in found]
-        return Dispatch("meta", fn, text="\n\n".join(stubs) or "No function matches that query.", meta="search")
+        text = "\n\n".join(stubs) or "No function matches that query."
+        return Dispatch("meta", fn, text=text, meta="search", hits=ranked(op.name for op in found))
 
     # -- what the model sees -------------------------------------------------------------------------
     def result(self, run: Result) -> ProgramResult:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from surfbench.bench.surface import MetaHandler, Surface, ToolSpec
 from surfbench.surfaces import register
@@ -23,3 +23,6 @@ class BashSurface(Surface):
 
     def meta_handlers(self) -> Mapping[str, MetaHandler]:
         return {self._tool.name: bash_handler(self, self._tool)}
+
+    def named_operations(self) -> Sequence[str]:
+        return [RUN_STEPS]  # what its bash tool routes to

@@ -18,7 +18,7 @@ episode returned (earlier in the same program or in an earlier one); any other i
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -59,6 +59,10 @@ class CodeSession(Session):
         super().__init__(surface, request)
         self.found: set[str] = set()
         """Operations a search_api call returned in this episode (what a search-variant program may call)."""
+
+    def operations_shown(self) -> list[str]:
+        """Every SDK function (``full``, ``index``); with ``search``, what search_api returned so far (sorted)."""
+        return [*super().operations_shown(), *sorted(self.found)]
 
     def reject_unshown(self, call: ToolCall) -> Dispatch:
         """A direct call to an SDK function (a small model's usual slip): still ``not_exposed``, with how to call it."""
@@ -157,6 +161,13 @@ class CodeSurface(Surface):
 
     def help_payload(self, op: Operation) -> str | None:
         return stub(self.names, op) if self.sdk != "full" else None
+
+    def named_operations(self) -> Sequence[str]:
+        return [] if self.sdk == "search" else list(self.catalog.names)  # every SDK function is callable
+
+    @property
+    def retrieves(self) -> bool:
+        return self.sdk == "search"  # search_api returns stubs: the funnel's search variant
 
     def typed_schema_hint(self, op: Operation) -> str:
         function = self.names.function[op.name]

@@ -60,5 +60,8 @@ class CoreSurface(Surface):
     def reachable(self) -> Sequence[Operation]:
         return self.core + (self.rest if self.dispatcher else [])
 
+    def named_operations(self) -> Sequence[str]:
+        return list(self.dispatcher.ops) if self.dispatcher else []
+
     def help_payload(self, op: Operation) -> str | None:
         return self.dispatcher.help_payload(op) if self.dispatcher else None

@@ -5,7 +5,7 @@ The three file tools are the catalog's own operations as typed tools; ``bash`` r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from surfbench.bench.surface import MetaHandler, Surface, ToolSpec, typed_tool
 from surfbench.surfaces import register
@@ -27,3 +27,6 @@ class FourSurface(Surface):
 
     def meta_handlers(self) -> Mapping[str, MetaHandler]:
         return {self._bash.name: bash_handler(self, self._bash)}
+
+    def named_operations(self) -> Sequence[str]:
+        return [RUN_STEPS]  # what its bash tool routes to

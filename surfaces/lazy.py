@@ -20,6 +20,7 @@ from surfbench.bench.surface import (
     ToolCall,
     ToolSpec,
     coerce_args,
+    ranked,
     typed_tool,
 )
 from surfbench.bench.validation import closest, short
@@ -95,6 +96,10 @@ class LazySurface(Surface):
     def meta_handlers(self) -> Mapping[str, MetaHandler]:
         return {LOADER: _load}
 
+    @property
+    def retrieves(self) -> bool:
+        return True
+
 
 def _load(session: Session, call: ToolCall) -> Dispatch:
     assert isinstance(session, LazySession)
@@ -122,4 +127,4 @@ def _load(session: Session, call: ToolCall) -> Dispatch:
     text = f"Loaded {len(new)} operation(s), callable on your next turn: {', '.join(new) or 'none new'}."
     if problems:
         text += " " + "; ".join(problems) + "."
-    return Dispatch("meta", call.name, text=text, meta="load")
+    return Dispatch("meta", call.name, text=text, meta="load", hits=ranked(dict.fromkeys(wanted)))

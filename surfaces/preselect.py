@@ -44,6 +44,10 @@ class PreselectSurface(Surface):
             raise ValueError("surface 'preselect': k must be >= 1, threshold within [0, 1] and min_k within [0, k]")
         self.retriever = make_retriever(str(self.params.get("retriever", "bm25")), self.catalog.operations)
 
+    @property
+    def retrieves(self) -> bool:
+        return True
+
     def prefetch(self, requests: Sequence[str]) -> None:
         self.retriever.prefetch([r for r in requests if r.strip()])
 

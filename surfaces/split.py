@@ -68,6 +68,9 @@ class SplitSurface(Surface):
     def reachable(self) -> Sequence[Operation]:
         return list(self._ops.values())
 
+    def named_operations(self) -> Sequence[str]:
+        return list(self._ops)  # what its command tools route to
+
     def meta_handlers(self) -> Mapping[str, MetaHandler]:
         return {self._exec.name: self._execute, self._call.name: self._call_tool, self._pipe.name: self._run_pipe}
 

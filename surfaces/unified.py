@@ -73,6 +73,9 @@ class UnifiedSurface(Surface):
     def reachable(self) -> Sequence[Operation]:
         return list(self._ops.values())
 
+    def named_operations(self) -> Sequence[str]:
+        return list(self._ops)  # what its command tools route to
+
     def meta_handlers(self) -> Mapping[str, MetaHandler]:
         return {self._tool.name: self._execute}
 
