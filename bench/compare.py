@@ -11,9 +11,12 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.power import mde_from_interval, mde_paired
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PAIR_KEYS = ("suite", "model", "mode", "task_id", "repeat")
 PAIRED_METRICS = ("success_rate", "first_try_accuracy")
@@ -131,7 +134,7 @@ def bootstrap_delta(
     return float(point), float(stats[int(0.025 * (len(stats) - 1))]), float(stats[int(0.975 * (len(stats) - 1))])
 
 
-def paired_comparisons(frame: Any, baseline: str, ops: set[str] | None = None) -> list[Paired]:
+def paired_comparisons(frame: pd.DataFrame, baseline: str, ops: set[str] | None = None) -> list[Paired]:
     """Every surface of the frame against ``baseline``, per model (and mode)."""
     if frame is None or len(frame) == 0 or baseline not in set(frame["surface"]):
         return []

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from surfbench.bench.markdown import markdown_table
+from surfbench.bench.sections import Section
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MULTI_HEAD = ["model", "surface", "tasks", "round trips / episode", "vs baseline (same tasks)", "success"]
 
@@ -32,7 +35,7 @@ class MultiCallRow:
     success: float
 
 
-def multicall_rows(frame: Any, baseline: str) -> list[MultiCallRow]:
+def multicall_rows(frame: pd.DataFrame, baseline: str) -> list[MultiCallRow]:
     """Per (model, surface) cell, its episodes whose task expects two or more calls."""
     multi = frame[frame["expected_calls"] >= 2]
     if multi.empty:
@@ -59,16 +62,17 @@ def multicall_rows(frame: Any, baseline: str) -> list[MultiCallRow]:
     return sorted(rows, key=lambda r: (r.model, r.surface != baseline, r.surface))
 
 
-def multicall_section(rows: Sequence[MultiCallRow], baseline: str) -> list[str]:
-    """The report's section (markdown), or nothing when no task expects two or more calls."""
+def multicall_section(rows: Sequence[MultiCallRow], baseline: str) -> list[Section]:
+    """The report's section, or nothing when no task expects two or more calls."""
     if not rows:
         return []
     body = []
     for r in rows:
         ratio = "baseline" if r.surface == baseline else ("n/a" if r.ratio is None else f"{r.ratio:.2f}x")
         body.append([r.model, r.surface, str(r.tasks), f"{r.round_trips:.1f}", ratio, f"{r.success:.0%}"])
-    return [
-        "## Tasks with two or more expected calls\n\nRound trips (model calls) per episode on the tasks that "
+    text = (
+        "Round trips (model calls) per episode on the tasks that "
         "expect two or more calls, where one program (code mode) or parallel calls can save model calls; "
-        f"the ratio is against `{baseline}` on the tasks both ran.\n\n" + markdown_table(MULTI_HEAD, body)
-    ]
+        f"the ratio is against `{baseline}` on the tasks both ran."
+    )
+    return [Section("Tasks with two or more expected calls", text, (MULTI_HEAD, body))]

@@ -18,11 +18,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.bounded import ReadRefused, read_text
 from surfbench.bench.evidence import check_cells, check_episode_parts, check_rows_recorded
-from surfbench.bench.results import ResultsError, RunStore, key_stem, load_runs
+from surfbench.bench.results import ResultsError, RunStore, load_runs
+from surfbench.bench.transcripts import drop_transcripts
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LABEL_COLUMNS = ("suite", "surface", "model", "mode")
 
@@ -71,7 +75,7 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def stale_mask(frame: Any, info: dict[str, Any]) -> Any:
+def stale_mask(frame: pd.DataFrame, info: dict[str, Any]) -> pd.Series:
     """True for rows of an older identity than the one their cell label ran with last.
 
     Rows written before cells had identities (no ``cell_id``), and rows whose label run.json records no
@@ -102,8 +106,8 @@ def stale_mask(frame: Any, info: dict[str, Any]) -> Any:
 class RunView:
     """The episodes of some runs that reports and gates may count, and what was left out."""
 
-    frame: Any
-    """Episode rows of each cell's current identity (a DataFrame)."""
+    frame: pd.DataFrame
+    """Episode rows of each cell's current identity."""
     infos: dict[str, dict[str, Any]]
     """run folder -> its run.json."""
     ignored: int = 0
@@ -121,7 +125,7 @@ class RunView:
         ]
 
 
-def _check_duplicates(frame: Any, keep_newest: bool) -> Any:
+def _check_duplicates(frame: pd.DataFrame, keep_newest: bool) -> pd.DataFrame:
     if "episode_key" not in frame.columns:
         return frame
     dup = frame["episode_key"].duplicated(keep=False)
@@ -203,6 +207,5 @@ def prune(run: Path) -> int:
     stale = stale_mask(frame, info)
     keys = {str(k) for k in frame.loc[stale, "episode_key"]}
     RunStore(run).discard(keys)
-    for key in keys:
-        (run / "transcripts" / f"{key_stem(key)}.jsonl").unlink(missing_ok=True)
+    drop_transcripts(run, keys)  # loose and packed (bench/transcripts.py)
     return len(keys)

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.compare import Paired, paired_comparisons
 from surfbench.bench.config import ConfigError
@@ -22,11 +22,13 @@ from surfbench.bench.limits import recorded_originals
 from surfbench.bench.metrics import METRICS, fmt, per_operation, show, summarize_cell
 from surfbench.bench.multicall import MultiCallRow, multicall_rows
 from surfbench.bench.power import PassK, pass_k
-from surfbench.bench.provenance import load_current
-from surfbench.bench.report_choices import AlternativePicks, access_split, alternative_picks
+from surfbench.bench.reader import load
+from surfbench.bench.report_choices import AlternativePicks, access_split, alternative_picks, catalog_facts
 from surfbench.bench.scale_figure import ScalePoint, scale_points
-from surfbench.bench.suite_model import Suite
 from surfbench.bench.tables import CellSummary
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CELL_KEYS = ["suite", "surface", "surface_kind", "model", "params_b", "mode"]
 KIND_ORDER = {"full": 0, "core": 1, "dispatcher": 2, "lazy": 3, "search": 4, "preselect": 5}
@@ -88,7 +90,7 @@ def _num(value: Any) -> float:
     return math.inf if math.isnan(out) else out
 
 
-def cell_rows(frame: Any) -> list[CellRow]:
+def cell_rows(frame: pd.DataFrame) -> list[CellRow]:
     """One row per suite x surface x model x mode of the episodes frame, in report order."""
     if frame is None or len(frame) == 0:
         return []
@@ -157,22 +159,12 @@ def collect(
 
     ``by_access``: also split first-try accuracy by read and write operations (bench.report_choices).
     """
-    view = load_current(runs, keep_newest=keep_newest)
-    frame = view.frame
+    view = load(*runs, keep_newest=keep_newest)
+    frame = view.episodes
     baseline, baseline_notes = resolve_baseline({str(s) for s in frame["surface"]}, baseline)
     cells = cell_rows(frame)
-    op_order: list[str] = []
-    hot: set[str] = set()
-    suites: dict[str, Suite] = {}
-    scripted = any(c.get("provider") == "scripted" for info in view.infos.values() for c in info["cells"])
-    if len(frame):
-        from surfbench.bench.suite import load_suite
-
-        for suite_name in sorted(set(frame["suite"])):
-            suites[suite_name] = load_suite(suite_name)
-            ranked = [op.name for op in suites[suite_name].catalog.by_weight()]
-            op_order += ranked
-            hot |= set(ranked[:hot_k])
+    facts = catalog_facts(runs, view.infos, frame, hot_k)  # from the run folders (legacy runs: today's suites)
+    scripted = view.scripted
     per_op = {}
     if len(frame):
         for (surface, model), group in frame.groupby(["surface", "model"], sort=True):
@@ -183,8 +175,8 @@ def collect(
             errors[(str(surface), str(model))] = error_counts(group["error_types"])
     return ReportData(
         errors=errors,
-        picks=alternative_picks(frame, suites),
-        access=access_split(frame, suites) if by_access else {},
+        picks=alternative_picks(frame, facts.choices),
+        access=access_split(frame, facts.read_only) if by_access else {},
         runs=[str(r) for r in runs],
         cells=cells,
         paired=paired_comparisons(frame, baseline) if len(frame) else [],
@@ -192,16 +184,16 @@ def collect(
         funnel=funnel_rows(runs, frame, view.infos) if len(frame) else [],
         scale=scale_points(frame, catalog_sizes(view.infos)) if len(frame) else [],
         per_op=per_op,
-        op_order=op_order,
-        hot_ops=hot,
+        op_order=facts.op_order,
+        hot_ops=facts.hot,
         baseline=baseline,
         scripted=scripted,
         notes=[*view.notes, *baseline_notes],
-        originals=recorded_originals([*view.cells(), *view.legacy_cells()]),
+        originals=recorded_originals([c.raw for c in (*view.cells, *view.legacy_cells)]),
     )
 
 
-def error_counts(column: Any) -> tuple[int, dict[str, int]]:
+def error_counts(column: pd.Series) -> tuple[int, dict[str, int]]:
     """(episodes, error type -> episodes that had it at least once) from an ``error_types`` column."""
     counts: dict[str, int] = {}
     n = 0

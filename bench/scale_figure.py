@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from surfbench.bench.fit import DOES_NOT_FIT_PREFIX
-from surfbench.bench.markdown import markdown_table
 from surfbench.bench.metrics import wilson
+from surfbench.bench.sections import Section
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ def _rate(k: int, n: int) -> tuple[float, float, float]:
     return (k / n if n else 0.0, low, high)
 
 
-def scale_points(frame: Any, sizes: dict[str, int]) -> list[ScalePoint]:
+def scale_points(frame: pd.DataFrame, sizes: dict[str, int]) -> list[ScalePoint]:
     """Points of every (surface, model, N) in ``frame`` (episode rows), N from ``sizes`` (cell_id -> N)."""
     if not len(frame):
         return []
@@ -163,12 +166,13 @@ def scale_rows(points: Sequence[ScalePoint]) -> list[list[str]]:
     return rows
 
 
-def scale_section(points: Sequence[ScalePoint]) -> list[str]:
+def scale_section(points: Sequence[ScalePoint]) -> list[Section]:
     """The report's "Catalog size" section (runs with more than one catalog size), else nothing."""
     if len({p.operations for p in points}) < 2:
         return []
-    return [
-        "## Catalog size\n\nEach surface against the number of operations in the catalog (the suite's own "
+    text = (
+        "Each surface against the number of operations in the catalog (the suite's own "
         'plus seeded distractors, `catalog.grow`). "does not fit": the first request was predicted not to '
-        "fit the model's context, and no episode was sent.\n\n" + markdown_table(SCALE_HEAD, scale_rows(points))
-    ]
+        "fit the model's context, and no episode was sent."
+    )
+    return [Section("Catalog size", text, (SCALE_HEAD, scale_rows(points)))]

@@ -216,9 +216,10 @@ def test_scale_points_mark_cells_that_do_not_fit():
     from surfbench.bench.scale_figure import scale_section
 
     (section,) = scale_section(points)
-    assert section.startswith("## Catalog size")
-    assert "| m | full | 96 | 1 | 100% [21%, 100%] | 100% | 100 | 1.0 s |" in section
-    assert "| m | full | 4,096 | 1 | does not fit | - | - | - |" in section
+    text = section.markdown()
+    assert text.startswith("## Catalog size")
+    assert "| m | full | 96 | 1 | 100% [21%, 100%] | 100% | 100 | 1.0 s |" in text
+    assert "| m | full | 4,096 | 1 | does not fit | - | - | - |" in text
     assert scale_section(points[:1]) == []  # one size: no section
 
 

@@ -1,0 +1,110 @@
+"""report.md and report.html hold the same sections, in the same order: both render one list of sections.
+
+The HTML report used to be a template of its own and silently lacked the retrieval funnel, the multi-call
+and the catalog-size sections that the markdown had. The scripted run here has content for every section
+(a ``one_of`` suite with a two-call task, a retrieval surface, a grown catalog, repeats, a wrong first try);
+a committed reference run of a real model has the funnel and multi-call sections.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pytest
+
+from surfbench.bench.models.scripted import OracleClient, call_turn, with_usage
+from surfbench.bench.models.types import ModelRequest, ModelTurn
+from surfbench.bench.report import html_page, markdown, write_report
+from surfbench.bench.report_data import collect
+from tests.conftest import FIXTURES, ROOT
+
+FOLDER = FIXTURES / "alternatives"
+EVERY_SECTION = [
+    "Surfaces x models",
+    "Paired against full (same tasks)",
+    "Repeats: pass@k and pass^k",
+    "First-try argument accuracy per operation (hottest first)",
+    "Error types: share of episodes with each (at least once)",
+    "Alternatives picked (one_of)",
+    "First-try argument accuracy: read vs write operations",
+    "Retrieval funnel (preselect, search, lazy, code with search_api)",
+    "Tasks with two or more expected calls",
+    "Catalog size",
+    "Figures",
+]
+
+
+def md_headings(text: str) -> list[str]:
+    """The ``#`` and ``##`` headings of a markdown report, as plain text."""
+    return [m.group(1).replace("`", "") for m in re.finditer(r"^#{1,2} (.+)$", text, re.MULTILINE)]
+
+
+def html_headings(page: str) -> list[str]:
+    """The ``<h1>`` and ``<h2>`` headings of an HTML report, as plain text."""
+    return [html.unescape(re.sub(r"<[^>]+>", "", m.group(2))) for m in re.finditer(r"<h([12])>(.*?)</h\1>", page, re.S)]
+
+
+class WrongFirstCreate:
+    """The oracle, except that its first call on the create-bug task has a wrong argument (an error type)."""
+
+    name = "scripted-oracle"
+
+    def __init__(self) -> None:
+        self.oracle = OracleClient(str(FOLDER))
+
+    def complete(self, request: ModelRequest) -> ModelTurn:
+        first = next(m["content"] for m in request.messages if m["role"] == "user")
+        done = any(m.get("tool_calls") for m in request.messages if m["role"] == "assistant")
+        if first.startswith("Open an issue") and not done:
+            wrong = {"method": "update", "title": "Login fails", "body": "Error 500 on submit"}
+            return with_usage(call_turn(("issue_write", wrong)), request)
+        return self.oracle.complete(request)
+
+
+@pytest.fixture
+def scripted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The fixture suite on full (twice per task), preselect, and full over a catalog grown to 20 operations."""
+    from surfbench.bench.models import ModelPool
+    from surfbench.bench.results import RunStore
+    from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.scaffold import ORACLE_MODEL
+
+    monkeypatch.setenv("SURFBENCH_SUITES", str(FIXTURES))  # the report finds the run's suite by its name
+    model = {**ORACLE_MODEL, "script_suite": str(FOLDER)}
+    specs = [
+        CellSpec(str(FOLDER), "full", "oracle", split="all", repeats=2),
+        CellSpec(str(FOLDER), "preselect", "oracle", split="all"),
+        CellSpec(str(FOLDER), "full", "oracle", split="all", grow=20),
+    ]
+    cells = [resolve_cell(spec, None, model) for spec in specs]
+    store = RunStore(tmp_path / "run", commit_interval_s=0.0)
+    store.prepare()
+    store.write_run_info({"cells": [cell.provenance() for cell in cells]})
+    for cell in cells:
+        run_cell(cell, ModelPool(None), store, "run", client=WrongFirstCreate())  # type: ignore[arg-type]
+    return store.root
+
+
+def test_report_md_and_html_have_every_section_of_a_run_with_content_for_each(scripted_run: Path, tmp_path: Path):
+    md_path, html_path = write_report([scripted_run], tmp_path / "report", by_access=True)
+    text, page = md_path.read_text(encoding="utf-8"), html_path.read_text(encoding="utf-8")
+    assert md_headings(text) == ["surfbench report", *EVERY_SECTION]  # the run has content for every section
+    assert html_headings(page) == md_headings(text)
+    # and the same tables: as many rows (heads included) in each
+    md_rows = [line for line in text.splitlines() if line.startswith("|") and not line.startswith("|---")]
+    assert page.count("<tr>") == len(md_rows)
+    assert "<td>preselect</td>" in page.split("Retrieval funnel")[1].split("<h2>")[0]
+
+
+def test_a_reference_runs_funnel_and_multi_call_sections_are_in_both_renderings(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(ROOT)  # the git suite's 0.5B reference run: full, dispatcher, preselect, search
+    data = collect(["results/reference/git-dev-qwen0.5b"], baseline="full")
+    md, page = markdown(data, {}), html_page(data, {})
+    headings = md_headings(md)
+    assert {
+        "Retrieval funnel (preselect, search, lazy, code with search_api)",
+        "Tasks with two or more expected calls",
+    } <= set(headings)
+    assert html_headings(page) == headings
