@@ -30,7 +30,7 @@ from pathlib import Path
 from surfbench.bench.claims import HOST, PIDNS, Owner, _proc_stat
 
 PREFIXES = ("surfbench-hydra-", "surfbench-failures-")
-"""The temporary folders a run makes (bench/sweep.py), each named ``PREFIX<tag>-<pid>-<start>-<random>``."""
+"""The temporary folders a run makes (bench/session.py), each named ``PREFIX<tag>-<pid>-<start>-<random>``."""
 _OWNED = re.compile(r"^surfbench-(?:hydra|failures)-([0-9a-f]{8})-([0-9]+)-([0-9]+)-[^-]+$")
 _TAG = hashlib.sha256(f"{HOST}\0{PIDNS}".encode()).hexdigest()[:8]
 

@@ -31,3 +31,4 @@ def test_analysis_notebook_executes(configs: Path, tmp_path: Path, monkeypatch):
     assert set(namespace["table"]["surface"]) == {"full", "dispatcher"}
     assert (tmp_path / "figs" / "pareto.png").stat().st_size > 3000
     assert (tmp_path / "figs" / "tokens_per_step.png").stat().st_size > 3000
+    assert [c.episodes for c in namespace["scripted"].cells] == [2, 2], "the surfbench.run cell"
