@@ -16,6 +16,7 @@ from surfbench.bench.config import ConfigError, group_names, surface_config
 from surfbench.bench.embedding import EmbeddingModelMissing
 from surfbench.bench.mcp.cli import add_commands as add_mcp_commands
 from surfbench.bench.mcp.cli import add_server_options, surface_catalog
+from surfbench.bench.plugins import add_commands as add_plugin_commands
 from surfbench.bench.scaffold import add_commands as add_suite_commands
 from surfbench.bench.scale_cli import add_scale_commands
 from surfbench.bench.secrets import redact
@@ -172,6 +173,14 @@ def _prune(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compact(args: argparse.Namespace) -> int:
+    from surfbench.bench.compact import compact
+
+    for run in args.runs:
+        print(compact(Path(run)).line())
+    return 0
+
+
 def _whatif(args: argparse.Namespace) -> int:
     from surfbench.bench.whatif import main as whatif_main
 
@@ -287,6 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", help="run folders")
     p.set_defaults(func=_prune)
 
+    p = sub.add_parser("compact", help="rewrite finished runs as one part per table, their transcripts packed")
+    p.add_argument("runs", nargs="+", help="run folders")
+    p.set_defaults(func=_compact)
+
     p = sub.add_parser("whatif", help="effect of stop_on_repeat=K on recorded runs, without a model")
     p.add_argument("setting", help="stop_on_repeat=K, or stop_on_repeat=K1,K2,... for several")
     p.add_argument("runs", nargs="+", help="run folders")
@@ -305,6 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_suite_commands(sub)  # init, check (bench/scaffold.py)
     add_scale_commands(sub)  # retrieval, pool (bench/scale_cli.py)
     add_mcp_commands(sub)  # catalog dump (bench/mcp/cli.py)
+    add_plugin_commands(sub)  # plugins: every registered name (bench/plugins.py)
     return parser
 
 

@@ -5,9 +5,12 @@ Tables are parquet *datasets* (folders of part files): ``episodes.parquet/``, ``
 An episode's ``episodes`` part is written last: it is the commit marker. A killed run loses at most
 the episodes in flight; a re-run skips every committed episode and rewrites (same file names) the
 parts of any half-written one, so nothing is ever duplicated. Several processes may run into one
-folder at once: each claims an episode before running it (``surfbench.bench.claims``).
+folder at once: each claims an episode before running it (``surfbench.bench.claims``). A finished run
+is compacted in place (``surfbench compact``, ``surfbench.bench.compact``): one part per table, its
+transcripts packed in ``transcripts.zip``; readers list parts through ``surfbench.bench.parts``.
 
-``load_runs(...)`` is the stable interface for notebooks and reports.
+``load_runs(...)`` reads every row of one table, unchecked; notebooks, reports and gates read runs through
+``surfbench.load(RUN)`` (bench/reader.py), which checks them and keeps each cell's current identity.
 """
 
 from __future__ import annotations
@@ -25,13 +28,18 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.bounded import read_text
+from surfbench.bench.parts import LOCK, recover, table_parts
 from surfbench.bench.schema import table_from_rows
 from surfbench.bench.secrets import redact
 from surfbench.bench.tables import Row
+from surfbench.bench.taxonomy import ErrorType
 from surfbench.bench.wire import valid_utf8
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TABLES = ("episodes", "steps", "calls")
 
@@ -135,6 +143,7 @@ class RunStore:
             probe = self.root / f".write-probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
             probe.write_text("ok")
             probe.unlink()
+            recover(self.root)  # a compaction a crash interrupted is finished before anything is read
         except OSError as exc:
             raise ResultsError(
                 f"results directory {self.root} is not writable ({exc.strerror or exc}); "
@@ -146,11 +155,8 @@ class RunStore:
 
     def done_keys(self) -> set[str]:
         """Keys of the episodes committed: from part names, or read from the parts of a group."""
-        folder = self.root / "episodes.parquet"
-        if not folder.is_dir():
-            return set()
         done: set[str] = set()
-        for path in folder.glob("part-*.parquet"):
+        for path in table_parts(self.root / "episodes.parquet"):
             if GROUP_MARK in path.name:
                 import pyarrow.parquet as pq
 
@@ -164,12 +170,14 @@ class RunStore:
         import pyarrow.parquet as pq
 
         errored: set[str] = set()
-        for path in sorted((self.root / "episodes.parquet").glob("part-*.parquet")):
+        for path in table_parts(self.root / "episodes.parquet"):
             if "error_types" not in pq.read_schema(path).names:  # a part without episodes
                 continue
             table = pq.read_table(path, columns=["episode_key", "error_types"])
             keys, types = table.column("episode_key").to_pylist(), table.column("error_types").to_pylist()
-            errored.update(str(k) for k, t in zip(keys, types, strict=True) if t and "harness_error" in json.loads(t))
+            errored.update(
+                str(k) for k, t in zip(keys, types, strict=True) if t and ErrorType.HARNESS_ERROR in json.loads(t)
+            )
         return errored
 
     def discard(self, keys: set[str]) -> None:
@@ -187,10 +195,10 @@ class RunStore:
         stems = {key_stem(k) for k in keys}
         # locked: two processes sharing the folder may each take other episodes out of the same group
         # part; unlocked, the later rewrite would bring back what the earlier one took out
-        with open(self.root / ".run.lock", "a") as lock:
+        with open(self.root / LOCK, "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             for table_name in ("steps", "calls", "episodes"):
-                for path in sorted((self.root / f"{table_name}.parquet").glob("part-*.parquet")):
+                for path in table_parts(self.root / f"{table_name}.parquet"):
                     stem = path.name[len("part-") : -len(".parquet")]
                     if GROUP_MARK not in stem:
                         if stem in stems:
@@ -329,7 +337,7 @@ def migrate_run(root: Path) -> int:
     changed = 0
     for table in TABLES:
         path = root / f"{table}.parquet"
-        parts = sorted(path.glob("part-*.parquet")) if path.is_dir() else ([path] if path.is_file() else [])
+        parts = table_parts(path) if path.is_dir() else ([path] if path.is_file() else [])
         for part in parts:
             if pq.read_schema(part).remove_metadata().equals(SCHEMAS[table]):
                 continue
@@ -339,19 +347,7 @@ def migrate_run(root: Path) -> int:
     return changed
 
 
-def compact_run(src: Path, dest: Path) -> Path:
-    """Copy a run with each table as one parquet file (for reference runs kept in git); no transcripts."""
-    import shutil
-
-    dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(src / "run.json", dest / "run.json")
-    for table in TABLES:
-        frame = load_runs([src], table)
-        _atomic_write_bytes(dest / f"{table}.parquet", lambda tmp, f=frame: f.to_parquet(tmp, index=False))
-    return dest
-
-
-def _text_as_objects(frame: Any) -> Any:
+def _text_as_objects(frame: pd.DataFrame) -> pd.DataFrame:
     """Text columns as Python objects with None for a missing value.
 
     pandas >= 3 reads Arrow strings as ``str`` columns whose missing values are NaN, which is truthy:
@@ -364,9 +360,12 @@ def _text_as_objects(frame: Any) -> Any:
     return frame
 
 
-def load_runs(runs: Iterable[str | Path], table: str = "episodes", source: bool = False) -> Any:
-    """One DataFrame of ``table`` (episodes, steps or calls) over the given run folders.
+def load_runs(runs: Iterable[str | Path], table: str = "episodes", source: bool = False) -> pd.DataFrame:
+    """One DataFrame of ``table`` (episodes, steps or calls) over the given run folders: every row, as stored.
 
+    The raw reader under ``surfbench.load`` (bench/reader.py), kept for scripts and tests: it neither checks
+    ``run.json`` nor leaves out rows of an older cell identity, and reads one table per call. For analysis,
+    ``surfbench.load(*runs)`` gives the same columns as ``.episodes``, ``.steps`` and ``.calls``, checked.
     JSON-encoded list columns (tags, error_types, ...) stay strings; ``json.loads`` them as needed.
     ``source``: add ``_part_mtime``, when each row's part file was written (to keep the newest of
     duplicated rows).
@@ -381,8 +380,8 @@ def load_runs(runs: Iterable[str | Path], table: str = "episodes", source: bool 
         if not (root / "run.json").is_file():
             raise ResultsError(f"{root} is not a surfbench run (no run.json)")
         folder = root / f"{table}.parquet"
-        # a run is a folder of part files while it is written; `surfbench compact` makes it one file
-        parts = sorted(folder.glob("part-*.parquet")) if folder.is_dir() else ([folder] if folder.is_file() else [])
+        # a folder of part files (`surfbench compact` makes it one part); an older compacted run: one file
+        parts = table_parts(folder) if folder.is_dir() else ([folder] if folder.is_file() else [])
         for part in parts:
             frame = _text_as_objects(pd.read_parquet(part))
             if len(frame):

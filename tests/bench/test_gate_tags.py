@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from surfbench.bench.config import ConfigError
 from surfbench.bench.gate import judge
+from surfbench.bench.results import load_runs
 from tests.conftest import ROOT
 
 RUN = ROOT / "results" / "reference" / "forge-dev-qwen0.5b"
@@ -25,7 +25,8 @@ criteria:
 
 
 def mean_round_trips(surface: str, multi_only: bool) -> float:
-    frame = pd.concat(pd.read_parquet(p) for p in (RUN / "episodes.parquet").glob(f"part-*__{surface}__*.parquet"))
+    frame = load_runs([RUN])  # the stored episodes (one compacted part per table)
+    frame = frame[frame["surface"] == surface]
     if multi_only:
         frame = frame[["multi" in json.loads(t) for t in frame["tags"]]]
     return float(frame["round_trips"].mean())
