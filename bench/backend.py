@@ -10,40 +10,26 @@ goes back to the model; any other exception is a harness error.
 from __future__ import annotations
 
 import copy
-import inspect
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from collections.abc import Mapping
+from typing import Any, Protocol
 
-F = TypeVar("F", bound=Callable[..., Any])
-OP_ATTR = "__surfbench_op__"
+# the @operation marks: the catalog side of a Python backend (bench.catalog), re-exported for backends
+from surfbench.bench.catalog import OP_ATTR as OP_ATTR
+from surfbench.bench.catalog import operation as operation
+from surfbench.bench.catalog import operation_methods as operation_methods
+
+
+class ServerError(RuntimeError):
+    """A process serving the episode did not come up or died: the local model server, or a live MCP server.
+
+    Not the model's or the backend's doing: the runner runs the episode again from the start on a fresh
+    process (bench.play). Defined with the contracts so that backends (bench.mcp) and model servers
+    (bench.models.server) raise the one type without importing each other.
+    """
 
 
 class ToolError(Exception):
     """An operation failed in the domain (not found, conflict, forbidden): the model is told why."""
-
-
-def operation(
-    category: str = "general", weight: float = 0.0, read_only: bool = False, destructive: bool = False
-) -> Callable[[F], F]:
-    """Mark a backend method as a catalog operation, with its category, traffic weight and flags."""
-
-    def mark(fn: F) -> F:
-        setattr(
-            fn, OP_ATTR, {"category": category, "weight": weight, "read_only": read_only, "destructive": destructive}
-        )
-        return fn
-
-    return mark
-
-
-def operation_methods(cls: type) -> list[Callable[..., Any]]:
-    """The class's ``@operation`` methods in definition order (base classes first)."""
-    seen: dict[str, Callable[..., Any]] = {}
-    for klass in reversed(cls.__mro__):
-        for name, value in vars(klass).items():
-            if inspect.isfunction(value) and hasattr(value, OP_ATTR):
-                seen[name] = value
-    return list(seen.values())
 
 
 class Backend(Protocol):

@@ -7,13 +7,14 @@ schema that could drift.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from surfbench.bench.validation import json_problem, short
 
@@ -329,3 +330,33 @@ def _keyword_ok(key: str, value: Any, stack: list[Any]) -> bool:
 
 def _strings(value: Any) -> bool:
     return type(value) is list and all(type(v) is str for v in value) and len(set(value)) == len(value)
+
+
+# A Python backend's operations: ``@operation`` marks the methods whose signature and Google docstring
+# are the operation's schema (the python-callables importer reads them; bench.backend dispatches to them).
+F = TypeVar("F", bound=Callable[..., Any])
+OP_ATTR = "__surfbench_op__"
+
+
+def operation(
+    category: str = "general", weight: float = 0.0, read_only: bool = False, destructive: bool = False
+) -> Callable[[F], F]:
+    """Mark a backend method as a catalog operation, with its category, traffic weight and flags."""
+
+    def mark(fn: F) -> F:
+        setattr(
+            fn, OP_ATTR, {"category": category, "weight": weight, "read_only": read_only, "destructive": destructive}
+        )
+        return fn
+
+    return mark
+
+
+def operation_methods(cls: type) -> list[Callable[..., Any]]:
+    """The class's ``@operation`` methods in definition order (base classes first)."""
+    seen: dict[str, Callable[..., Any]] = {}
+    for klass in reversed(cls.__mro__):
+        for name, value in vars(klass).items():
+            if inspect.isfunction(value) and hasattr(value, OP_ATTR):
+                seen[name] = value
+    return list(seen.values())

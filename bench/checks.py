@@ -86,9 +86,10 @@ from surfbench.bench.program import PROGRAM_META
 from surfbench.bench.records import CallRecord, EpisodeTrace
 from surfbench.bench.taxonomy import ErrorType
 
-if TYPE_CHECKING:  # bench.suite may load suite checks through this module: no import cycle at run time
+if TYPE_CHECKING:  # the suite format's records; bench.suite (the loader) loads suite checks through this module
     from surfbench.bench.catalog import Catalog
-    from surfbench.bench.suite import ExpectedCall, StateCheck, Suite, Task
+    from surfbench.bench.expected import ExpectedCall
+    from surfbench.bench.suite_model import StateCheck, Suite, Task
 
 
 @dataclass(frozen=True)

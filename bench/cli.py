@@ -17,7 +17,7 @@ from surfbench.bench.embedding import EmbeddingModelMissing
 from surfbench.bench.mcp.cli import add_commands as add_mcp_commands
 from surfbench.bench.mcp.cli import add_server_options, surface_catalog
 from surfbench.bench.plugins import add_commands as add_plugin_commands
-from surfbench.bench.scaffold import add_commands as add_suite_commands
+from surfbench.bench.scaffold_mcp import add_commands as add_suite_commands
 from surfbench.bench.scale_cli import add_scale_commands
 from surfbench.bench.secrets import redact
 from surfbench.bench.wire import TokenizerUnavailable
@@ -315,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cache", help="response cache: surfbench cache [info|clear]")
     p.add_argument("action", nargs="?", choices=["info", "clear"], default="info")
     p.set_defaults(func=_cache)
-    add_suite_commands(sub)  # init, check (bench/scaffold.py)
+    add_suite_commands(sub)  # init, check (their command line: bench/scaffold_mcp.py)
     add_scale_commands(sub)  # retrieval, pool (bench/scale_cli.py)
     add_mcp_commands(sub)  # catalog dump (bench/mcp/cli.py)
     add_plugin_commands(sub)  # plugins: every registered name (bench/plugins.py)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,3 +124,16 @@ def surface_config(name: str, data: dict[str, Any] | None = None) -> SurfaceConf
     if not isinstance(params, dict):
         raise ConfigError(f"configs/surface/{name}.yaml: field 'params' must be a mapping")
     return SurfaceConfig(name=str(data.get("name", name)), kind=kind, params=params)
+
+
+def shown(value: Any) -> str:
+    """A value as it would be written in an override (``null``, ``true``, ``abc``), for messages."""
+    from omegaconf import OmegaConf
+
+    if OmegaConf.is_config(value):
+        value = OmegaConf.to_container(value, resolve=False)
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, list | dict):
+        return json.dumps(value, default=str)
+    return str(value)

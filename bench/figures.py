@@ -5,16 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from surfbench.bench.report_data import ReportData, per_op_table
+from surfbench.bench.scale_figure import pyplot as _plt
 from surfbench.bench.scale_figure import scale_figures
-
-
-def _plt():  # type: ignore[no-untyped-def]
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _accuracy(data: ReportData) -> tuple[str, str]:

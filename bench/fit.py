@@ -10,9 +10,9 @@ breaks the provider's limits (tools per request, name pattern) is flagged when t
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from surfbench.bench.cell import Fits as Fits  # the cell's predictions, kept with the cell
 from surfbench.bench.checks import suite_checks
 from surfbench.bench.episode import transcript_lines
 from surfbench.bench.limits import FitPrediction, check_first_request, model_limits
@@ -23,23 +23,11 @@ from surfbench.bench.scorer import score_episode
 from surfbench.bench.taxonomy import ErrorType
 
 if TYPE_CHECKING:
-    from surfbench.bench.runner import Cell
+    from surfbench.bench.cell import Cell
     from surfbench.bench.suite import Task
 
 DOES_NOT_FIT_PREFIX = "does not fit:"
 """How a does-not-fit episode's ``error`` starts (reports show such cells as "does not fit")."""
-
-
-@dataclass
-class Fits:
-    """One cell's predictions, per tool block (one per surface when the block is fixed, per first turn when not).
-
-    The cell owns one (``Cell.fits``) and hands it here; only this module reads or writes it.
-    """
-
-    predictions: dict[tuple[int, str], FitPrediction] = field(default_factory=dict)
-    limits_flagged: bool = False
-    """The cell's tool block was already reported as breaking the provider's limits (said once per cell)."""
 
 
 def first_request_fit(cell: Cell, task: Task) -> FitPrediction:

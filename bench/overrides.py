@@ -10,14 +10,13 @@ prints as one line (exit code 2) before the run folder exists.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from surfbench.bench.concurrency import MAX_CONCURRENCY
-from surfbench.bench.config import ConfigError, config_dir
+from surfbench.bench.config import ConfigError, config_dir, shown
 
 SPLITS = ("dev", "test", "all")
 MODES = ("native", "prompted")
@@ -44,19 +43,6 @@ class RunSettings:
     run: str | None
     concurrency: int | None = None
     """Episodes of a cell in flight at once; None: the model config's ``concurrency``."""
-
-
-def shown(value: Any) -> str:
-    """A value as it would be written in an override (``null``, ``true``, ``abc``), for messages."""
-    from omegaconf import OmegaConf
-
-    if OmegaConf.is_config(value):
-        value = OmegaConf.to_container(value, resolve=False)
-    if value is None or isinstance(value, bool):
-        return json.dumps(value)
-    if isinstance(value, list | dict):
-        return json.dumps(value, default=str)
-    return str(value)
 
 
 def known_settings() -> tuple[list[str], list[str]]:

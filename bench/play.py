@@ -22,7 +22,7 @@ from surfbench.bench.tables import EpisodeRow
 from surfbench.bench.taxonomy import check_declared
 
 if TYPE_CHECKING:
-    from surfbench.bench.runner import Cell
+    from surfbench.bench.cell import Cell
     from surfbench.bench.suite import Task
 
 

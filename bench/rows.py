@@ -14,7 +14,7 @@ from surfbench.bench.suite import Task
 from surfbench.bench.tables import CallRow, EpisodeRow, StepRow
 
 if TYPE_CHECKING:  # the runner builds cells and imports this module, not the other way round
-    from surfbench.bench.runner import Cell
+    from surfbench.bench.cell import Cell
 
 
 class EpisodeRows(NamedTuple):

@@ -391,10 +391,3 @@ def check_suite(target: str, live: dict[str, Any] | None = None) -> tuple[int, i
         if t not in problems
     ]
     return ran, ran - len(failed), lines
-
-
-def add_commands(sub: Any) -> None:
-    """The ``init`` and ``check`` subcommands (their command line: bench/scaffold_mcp.py)."""
-    from surfbench.bench.scaffold_mcp import add_commands as add
-
-    add(sub)

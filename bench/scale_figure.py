@@ -22,6 +22,16 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+def pyplot():  # type: ignore[no-untyped-def]
+    """Matplotlib's pyplot on the Agg backend (no display), imported on first use: every report figure's."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 @dataclass(frozen=True)
 class ScalePoint:
     """One (surface, model, N) cell of a scale sweep."""
@@ -80,9 +90,7 @@ def scale_points(frame: pd.DataFrame, sizes: dict[str, int]) -> list[ScalePoint]
 
 def draw_scale(points: Sequence[ScalePoint], path: Path) -> Path:
     """Four panels against N: first-try accuracy, selection, prompt tokens per step, latency."""
-    from surfbench.bench.figures import _plt
-
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(10, 8))
     panels = [
         ("first_try", "first-try argument accuracy (%)"),

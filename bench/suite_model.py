@@ -82,11 +82,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
 
-from surfbench.bench import plugins
 from surfbench.bench.backend import Backend, CannedBackend
 from surfbench.bench.catalog import Catalog
 from surfbench.bench.expected import ExpectedCall
 from surfbench.bench.fields import SuiteError
+from surfbench.bench.hooks import load_hook
 from surfbench.bench.importers import load_catalog
 from surfbench.bench.validation import closest
 
@@ -252,20 +252,6 @@ def _mcp() -> Any:
     from surfbench.bench.mcp import suites  # the SDK loads only for a suite over a live server
 
     return suites
-
-
-def load_hook(spec: str, where: Path | str, role: str) -> Any:
-    """The function or class a suite.yaml names as ``file.py:attr`` (classify, loader, backend, checks).
-
-    Loaded by the plugin registry's one loader (bench.plugins.load_attr), as a check or a surface spec is.
-    """
-    try:
-        found = plugins.load_attr(spec, role)
-    except plugins.UnknownPlugin as exc:
-        raise SuiteError(f"{where}: {exc}") from None
-    if not callable(found):
-        raise SuiteError(f"{where}: {role} {spec!r} is not a function")
-    return found
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import json
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from surfbench.bench.program import Execute, ProgramResult
 from surfbench.bench.sandbox.box import ENOSPC, NOMEM, Sandbox
@@ -30,7 +30,42 @@ from surfbench.bench.validation import closest, short
 from surfbench.surfaces._sdk import stub
 
 if TYPE_CHECKING:
-    from surfbench.surfaces.code import CodeSession, CodeSurface
+    from surfbench.bench.catalog import Catalog, Operation
+    from surfbench.bench.sandbox.limits import Limits
+    from surfbench.surfaces._sdk import SdkNames
+
+
+class CodeSurface(Protocol):
+    """What a program uses of its surface (surfaces/code.py's ``CodeSurface``).
+
+    Named here so that the surface module imports this one and never the other way round.
+    """
+
+    catalog: Catalog
+    names: SdkNames
+    sdk: str
+    meta_functions: list[str]
+    max_calls: int
+    timeout_s: float
+
+    @property
+    def scratch_mb(self) -> int: ...
+
+    @property
+    def limits(self) -> Limits: ...
+
+    def typed_schema_hint(self, op: Operation) -> str: ...
+
+    def route(self, tool: str, op: Operation, args: Any, schema_hint: str) -> Dispatch: ...
+
+    def search(self, query: str) -> list[Operation]: ...
+
+
+class CodeSession(Protocol):
+    """What a program uses of its session: the functions ``search_api`` returned in the episode so far."""
+
+    found: set[str]
+
 
 CODE_SYNTAX_ERROR, CODE_EXCEPTION, CODE_TIMEOUT, NO_SDK_CALL = (
     "code_syntax_error", "code_exception", "code_timeout", "no_sdk_call",

@@ -205,7 +205,7 @@ def import_callables(spec: str) -> list[Operation]:
             raise CatalogError(spec, f"module {module_name!r} has no attribute {attr!r}")
         target = getattr(module, attr)
         if isinstance(target, type):
-            from surfbench.bench.backend import operation_methods
+            from surfbench.bench.catalog import operation_methods
 
             fns = operation_methods(target)
             if not fns:

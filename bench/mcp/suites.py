@@ -89,7 +89,7 @@ def new_mcp_backend(
     options = dict(settings)
     state = options.pop("state", None)
     if isinstance(state, str):
-        from surfbench.bench.suite_model import load_hook
+        from surfbench.bench.hooks import load_hook
 
         state = load_hook(
             str(folder / state) if ":" in state else state, folder / "suite.yaml", "backend_options.state"

@@ -8,19 +8,17 @@ through bench.plugins like any other provider an installed package adds).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from surfbench.bench.concurrency import MAX_CONCURRENCY
-from surfbench.bench.config import ConfigError, read_group_config
+from surfbench.bench.config import ConfigError, read_group_config, shown
 from surfbench.bench.models.cache import ResponseCache
 from surfbench.bench.models.client import ModelError
 from surfbench.bench.models.local import ModelUnavailable
-from surfbench.bench.models.prompting import FORMATS
 from surfbench.bench.models.providers import provider
-from surfbench.bench.models.schema import checked, one_of, ranged, registered
+from surfbench.bench.models.schema import checked
 from surfbench.bench.models.server import LocalServer, ServerError
-from surfbench.bench.models.types import CallingMode, ModelClient
+from surfbench.bench.models.spec import MODEL_KEYS, TOKENIZERS, ModelConfig
+from surfbench.bench.models.types import ModelClient
 
 __all__ = [
     "ModelClient",
@@ -31,72 +29,6 @@ __all__ = [
     "ServerError",
     "model_config",
 ]
-
-
-MODEL_KEYS = {
-    "name", "provider", "embedded", "model", "api_base", "api_key_env", "params_b", "n_ctx", "threads",
-    "chat_format", "mode", "prompt_format", "tokenizer", "temperature", "max_tokens", "seed", "description",
-    "script_suite", "script_delay_s", "concurrency", "rpm", "tpm", "cache_control", "limits", "n_parallel",
-}  # fmt: skip
-
-
-TOKENIZERS = ("gguf", "o200k_base", "cl100k_base")
-"""``gguf``: a local model's own vocabulary; the others: the tiktoken encodings LiteLLM's wheel ships (bench.wire)."""
-MAX_TOKENS_MAX = 262_144
-"""Answer tokens per call at most: twice the largest output limit hosted APIs offer today (128K)."""
-N_CTX_MAX = 16_777_216
-"""Context tokens at most: past the largest context window any model offers (10M)."""
-SEED_MAX = 2**31 - 1
-"""Seeds fit every provider's 32-bit field and never reach llama.cpp's "random seed" value (2**32 - 1)."""
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """One entry of ``configs/model/``; each field's type and range is checked by bench.models.schema."""
-
-    name: str
-    provider: str = registered("local", "providers")
-    """A registered provider (bench.plugins): ``local`` (embedded GGUF on the llama.cpp server), ``litellm``
-    (any LiteLLM provider), ``scripted`` (tests), or one an installed package adds."""
-    embedded: str | None = None
-    """For ``local``: the embedded model (see ``surfbench models``)."""
-    model: str | None = None
-    """For ``litellm``: the LiteLLM model string, e.g. ``openai/gpt-4o-mini``."""
-    api_base: str | None = None
-    api_key_env: str | None = None
-    """Environment variable holding the key (the value is never written anywhere)."""
-    params_b: float | None = ranged(None, 0, 100_000, null="size unknown")
-    """Parameter count in billions: the size axis of reports."""
-    n_ctx: int = ranged(16384, 1, N_CTX_MAX)
-    threads: int = ranged(2, 1, 1024)
-    chat_format: str | None = None
-    mode: CallingMode = "native"
-    prompt_format: str = one_of("hermes", FORMATS)
-    tokenizer: str = one_of("o200k_base", TOKENIZERS)
-    """How to count this model's tokens: ``gguf`` (its own vocabulary) or a tiktoken encoding."""
-    temperature: float = ranged(0.0, 0, 2)
-    """0 to 2, the range OpenAI-compatible APIs accept."""
-    max_tokens: int = ranged(512, 1, MAX_TOKENS_MAX)
-    """Below the context window too (the answer must fit beside the prompt): checked in model_config."""
-    seed: int | None = ranged(0, 0, SEED_MAX, null="no seed")
-    description: str = ""
-    script_suite: str | None = None
-    """For ``provider: scripted`` (tests only): the suite whose reference calls it replays."""
-    script_delay_s: float = ranged(0.0, 0, 60)
-    concurrency: int = ranged(1, 1, MAX_CONCURRENCY)
-    """Episodes of a cell in flight at once against this endpoint unless the run sets ``concurrency=N``."""
-    rpm: int | None = ranged(None, 1, 1_000_000, null="no budget")
-    """Requests per minute this endpoint allows (calls wait for room); None: no budget."""
-    tpm: int | None = ranged(None, 1, 10_000_000_000, null="no budget")
-    """Tokens per minute (prompt estimate + max_tokens) this endpoint allows; None: no budget."""
-    cache_control: str | None = one_of(None, ("tools",), null="no breakpoint")
-    """``tools``: an Anthropic prompt-cache breakpoint after the tool block (native mode); None: none."""
-    n_parallel: int = ranged(1, 1, None)
-    """For ``local``: llama.cpp server processes (slots), ``threads // n_parallel`` threads each; calls go
-    to a free one. Helps only with cores to spare (docs/models.md); pair it with ``concurrency``."""
-    limits: dict[str, Any] = field(default_factory=dict)
-    """The provider's limits: ``max_tools``, ``name_pattern``, ``context_window`` (bench.limits)."""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def model_config(name: str, data: dict[str, Any] | None = None) -> ModelConfig:
@@ -118,8 +50,6 @@ def model_config(name: str, data: dict[str, Any] | None = None) -> ModelConfig:
 
     def origin(key: str, value: Any) -> str:
         if shipped is not None and (key not in shipped or shipped[key] != value):
-            from surfbench.bench.overrides import shown
-
             return f"model.{key}={shown(value)} (model {name})"
         return f"{where}: {key}={value!r}"
 

@@ -16,8 +16,6 @@ tpm budgets). Usage and cost per call: :mod:`surfbench.bench.models.cost`.
 from __future__ import annotations
 
 import email.utils
-import logging
-import os
 import random
 import threading
 import time
@@ -28,14 +26,11 @@ from typing import Any
 from surfbench.bench.concurrency import EndpointGate, EndpointRing, park
 from surfbench.bench.models.cache import ResponseCache, request_hash
 from surfbench.bench.models.cost import call_cost, call_usage, prices
+from surfbench.bench.models.litellm_setup import CAPTURE, litellm_module
 from surfbench.bench.models.parsing import turn_from_output
 from surfbench.bench.models.prompting import prompted_messages
 from surfbench.bench.models.types import ModelRequest, ModelTurn, ParsedCall, ParseFailure, Usage
 from surfbench.bench.wire import compact_json
-
-_CAPTURE = threading.local()
-_LITELLM: Any = None
-_LOCK = threading.Lock()
 
 
 class ModelError(RuntimeError):
@@ -56,36 +51,6 @@ class RateLimited(ModelError):
 
 class ContextOverflow(ModelError):
     """The request no longer fits the model's context window: an outcome of the surface, not a fault."""
-
-
-def _capture_request(request: Any) -> None:
-    sink = getattr(_CAPTURE, "sink", None)
-    if sink is not None:
-        try:
-            sink.append(len(request.content))
-        except Exception:  # a streaming body has no .content; then we fall back to the estimate
-            sink.append(-1)
-
-
-def litellm_module() -> Any:
-    """Import LiteLLM once, offline: local price map, httpx hook for request bytes."""
-    global _LITELLM
-    with _LOCK:
-        if _LITELLM is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            from surfbench.bench.wire import ensure_offline_tiktoken
-
-            ensure_offline_tiktoken()
-            import httpx
-            import litellm
-
-            litellm.suppress_debug_info = True
-            for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx"):
-                logging.getLogger(name).setLevel(logging.WARNING)
-            litellm.drop_params = True
-            litellm.client_session = httpx.Client(event_hooks={"request": [_capture_request]}, timeout=600)
-            _LITELLM = litellm
-    return _LITELLM
 
 
 def _transient(exc: Exception) -> bool:
@@ -316,12 +281,12 @@ class LiteLLMClient:
         if self.api_key:
             kwargs["api_key"] = self.api_key
         sink: list[int] = []
-        _CAPTURE.sink = sink
+        CAPTURE.sink = sink
         started = time.perf_counter()
         try:
             response = litellm.completion(timeout=self.timeout_s, num_retries=0, **kwargs)
         finally:
-            _CAPTURE.sink = None
+            CAPTURE.sink = None
             if self.ring is not None and base:
                 self.ring.give(base)
         latency = time.perf_counter() - started

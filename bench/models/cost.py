@@ -73,7 +73,7 @@ def call_usage(usage: Any) -> CallUsage:
 
 def prices(model: str) -> Prices | None:
     """The model's prices from LiteLLM's local price map; None when the map does not know the model."""
-    from surfbench.bench.models.client import litellm_module
+    from surfbench.bench.models.litellm_setup import litellm_module
 
     litellm = litellm_module()
     try:

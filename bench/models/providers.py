@@ -15,18 +15,27 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from surfbench.bench import plugins
 from surfbench.bench.config import ConfigError
 from surfbench.bench.models.client import LiteLLMClient, ModelError
 from surfbench.bench.models.local import ModelUnavailable, embedded, require
 from surfbench.bench.models.server import LocalServer, ServerGroup, ServerSettings
+from surfbench.bench.models.spec import ModelConfig
 from surfbench.bench.models.types import ModelClient
 from surfbench.bench.secrets import register as register_secret
 
-if TYPE_CHECKING:  # bench.models imports this module's objects through the registry: no cycle at run time
-    from surfbench.bench.models import ModelConfig, ModelPool
+if TYPE_CHECKING:
+    from surfbench.bench.models.cache import ResponseCache
+
+
+class ModelPool(Protocol):
+    """What a factory uses of the pool asking it (:class:`surfbench.bench.models.ModelPool`)."""
+
+    cache: ResponseCache | None
+    servers: dict[str, LocalServer]
+
 
 Factory = Callable[["ModelConfig", "ModelPool"], ModelClient]
 

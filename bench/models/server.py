@@ -25,13 +25,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from surfbench.bench.backend import ServerError as ServerError  # the local server's failures: a contract type
 from surfbench.bench.paths import cache_root
 
 _RUNNING: set[LocalServer] = set()
-
-
-class ServerError(RuntimeError):
-    """The local server did not come up; the message carries the end of its log."""
 
 
 def free_port() -> int:
