@@ -1,4 +1,4 @@
-"""Turn an episode's calls and final state into the metrics of ARCHITECTURE.md ("Metric definitions").
+"""Turn an episode's calls and final state into the metrics of docs/metrics.md (the metric definitions).
 
 Measurements (they never decide success):
 
