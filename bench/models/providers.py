@@ -86,10 +86,10 @@ def _local(cfg: ModelConfig, pool: ModelPool) -> ModelClient:
         """Restart the server if its process is gone; None if it is alive (a real failure)."""
         if server.alive():
             return None
-        code = server.proc.returncode if server.proc is not None else None
+        how = server.death()
         server.restart()
         print(
-            f"surfbench: the {cfg.name} server had died (exit code {code}); restarted at {server.api_base}",
+            f"surfbench: the {cfg.name} server had died ({how}); restarted at {server.api_base}",
             file=sys.stderr,
             flush=True,
         )

@@ -140,6 +140,16 @@ class LocalServer:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def death(self) -> str:
+        """How the server's process ended, for messages: its exit code, and what to do about a SIGILL."""
+        code = self.proc.returncode if self.proc is not None else None
+        if code == -signal.SIGILL:  # a build for instructions this CPU (or its virtual machine) traps
+            return (
+                f"exit code {code}, SIGILL: its llama.cpp build uses CPU instructions this machine traps; rebuild it "
+                "(pip cache remove llama_cpp_python; rm .venv/.surfbench-setup; make setup)"
+            )
+        return f"exit code {code}"
+
     def stop(self) -> None:
         proc, self.proc = self.proc, None
         _RUNNING.discard(self)
