@@ -28,6 +28,12 @@ def old_names(root: Path = ROOT) -> dict[str, str]:
     return {folder: name for name, folder in mapping.items() if folder != name}
 
 
+def mapped_folders(root: Path = ROOT) -> list[str]:
+    """The folders pyproject.toml's package-dir maps (``surfbench``'s own included)."""
+    data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    return list(data["tool"]["setuptools"]["package-dir"].values())
+
+
 class OldNames:
     """A meta path finder that refuses the checkout's folders under their own top-level names."""
 
@@ -63,11 +69,14 @@ def install(root: Path = ROOT) -> OldNames:
 def twice_loaded(modules: Iterable[tuple[str, ModuleType]], root: Path = ROOT) -> dict[str, list[str]]:
     """A file of ``root`` -> the module names it was loaded under, for each file loaded as two modules."""
     objects: dict[Path, dict[int, str]] = {}
+    # the checkout's own sources only: a venv inside the checkout (CI's .venv) holds extension modules
+    # that register several modules from one file (scipy's _highspy), which is not a second copy
+    sources = {*old_names(root), *(f.split("/")[0] for f in mapped_folders(root)), "tests", "scripts"}
     for name, module in modules:
         file = getattr(module, "__file__", None)
         if not isinstance(file, str):
             continue
         path = Path(file).resolve()
-        if path.is_relative_to(root):
+        if path.is_relative_to(root) and path.relative_to(root).parts[0] in sources:
             objects.setdefault(path, {}).setdefault(id(module), name)  # an alias of one object is one module
     return {str(path.relative_to(root)): sorted(names.values()) for path, names in objects.items() if len(names) > 1}

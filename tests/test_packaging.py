@@ -88,6 +88,15 @@ def test_a_file_loaded_as_two_modules_is_found():
     assert namespace_guard.twice_loaded(list(sys.modules.items())) == {}
 
 
+def test_an_extension_in_a_venv_inside_the_checkout_is_not_a_second_copy():
+    """CI's venv is the checkout's .venv: scipy's _highspy registers three modules from one .so file."""
+    so = str(ROOT / ".venv" / "lib" / "site-packages" / "pkg" / "_core.so")
+    parts = [types.ModuleType(n) for n in ("pkg._core", "pkg._core.cb")]
+    for module in parts:
+        module.__file__ = so
+    assert namespace_guard.twice_loaded([(m.__name__, m) for m in parts]) == {}
+
+
 def test_a_suite_hook_loaded_by_path_is_its_package_module(tmp_path: Path):
     from surfbench.bench.importers.pycallable import load_module
 
