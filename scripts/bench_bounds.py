@@ -2,7 +2,7 @@
 
 Targets: ``count_tokens`` (o200k_base) on a 50 MB string with no break (one letter repeated, random
 letters, one symbol repeated, spaces) <= 10 s each (it took over 300 s: tiktoken's BPE is slower than
-linear in the length of one pre-token; bench/wire.py counts such runs in sampled pieces); finding those
+linear in the length of one pre-token; bench/catalog/wire.py counts such runs in sampled pieces); finding those
 runs in 8 MB of ordinary tool text <= 0.5 s, with the count equal to tiktoken's own (reported next to
 tiktoken's time); the static report (``surfbench surfaces``, fresh process, empty cache) on a catalog
 whose one enum value is 50 MB of one letter <= 30 s; ``surfbench surfaces --catalog /dev/zero`` refused
@@ -38,8 +38,8 @@ def timed(work: Any) -> tuple[float, Any]:
 
 
 def token_rows() -> list[dict[str, Any]]:
-    from surfbench.bench.importers import load_catalog
-    from surfbench.bench.wire import _encoding, count_tokens, long_runs, tool_wire_text
+    from surfbench.bench.catalog.importers import load_catalog
+    from surfbench.bench.catalog.wire import _encoding, count_tokens, long_runs, tool_wire_text
 
     count_tokens("warm up")  # the encoding loads once (about 0.5 s), not inside the first case
     rng = random.Random(27)
@@ -53,7 +53,9 @@ def token_rows() -> list[dict[str, Any]]:
     for name, text in cases.items():
         s, tokens = timed(lambda text=text: count_tokens(text))
         rows.append({"case": f"count_tokens, 50 MB unbroken ({name}): {tokens:,} tokens", "s": s, "target_s": 10.0})
-    block = "".join(tool_wire_text(op) for op in load_catalog(ROOT / "bench" / "pool_data" / "gitea-1.15-swagger.json"))
+    block = "".join(
+        tool_wire_text(op) for op in load_catalog(ROOT / "bench" / "catalog" / "pool_data" / "gitea-1.15-swagger.json")
+    )
     ordinary = block * (8_000_000 // len(block))
     s, runs = timed(lambda: long_runs(ordinary))
     assert not runs, "ordinary text has no long run"

@@ -36,7 +36,7 @@ def run(results: Path, cache: Path, limit: int) -> float:
 
 def main(argv: list[str]) -> int:
     limit = int(argv[0]) if argv else 6
-    from surfbench.bench.paths import cache_root
+    from surfbench.bench.base.paths import cache_root
 
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "cache"

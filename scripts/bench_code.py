@@ -33,12 +33,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from surfbench.bench.episode import LoopSettings, run_episode  # noqa: E402
+from surfbench.bench.contracts.program import Execute, ProgramDispatch, ProgramResult  # noqa: E402
+from surfbench.bench.contracts.surface import Session, ToolCall  # noqa: E402
 from surfbench.bench.models.scripted import ScriptedClient  # noqa: E402
-from surfbench.bench.program import Execute, ProgramDispatch, ProgramResult  # noqa: E402
+from surfbench.bench.run.episode import LoopSettings, run_episode  # noqa: E402
 from surfbench.bench.sandbox.box import MB, Limits, Sandbox, bwrap_path, describe  # noqa: E402
-from surfbench.bench.suite import load_suite  # noqa: E402
-from surfbench.bench.surface import Session, ToolCall  # noqa: E402
+from surfbench.bench.suites.suite import load_suite  # noqa: E402
 from surfbench.surfaces._code_calls import Program  # noqa: E402
 from surfbench.surfaces.code import CodeSurface  # noqa: E402
 

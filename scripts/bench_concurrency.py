@@ -79,11 +79,11 @@ class Stub:
 
 
 def surfbench_run(api_base: str, episodes: int, concurrency: int) -> dict:
+    from surfbench.bench.catalog.wire import preload_encodings
+    from surfbench.bench.cli.sweep import COMMIT_INTERVAL_S
     from surfbench.bench.models import ModelPool
-    from surfbench.bench.results import RunStore, load_runs
-    from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
-    from surfbench.bench.sweep import COMMIT_INTERVAL_S
-    from surfbench.bench.wire import preload_encodings
+    from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.store.results import RunStore, load_runs
 
     repeats = max(1, round(episodes / TASKS))
     data = {"provider": "litellm", "model": "openai/gpt-4o-mini", "api_base": api_base, "mode": "native"}

@@ -45,10 +45,10 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=8)
     args = parser.parse_args()
 
+    from surfbench.bench.cli.sweep import COMMIT_INTERVAL_S
     from surfbench.bench.models import ModelPool, model_config
-    from surfbench.bench.results import RunStore, load_runs
-    from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
-    from surfbench.bench.sweep import COMMIT_INTERVAL_S
+    from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.store.results import RunStore, load_runs
 
     cell = resolve_cell(CellSpec("forge", args.surface, MODEL, split="dev", limit=args.limit))
     pool = ModelPool(None)  # no response cache: every request reaches the model
@@ -59,8 +59,8 @@ def main() -> int:
         # one-time process start-up, paid once per sweep process whatever its length: measured apart
         warm = time.perf_counter()
         server.start()
+        from surfbench.bench.catalog.wire import count_tokens
         from surfbench.bench.models.client import litellm_module
-        from surfbench.bench.wire import count_tokens
 
         litellm_module()
         count_tokens("warm up", "o200k_base")

@@ -25,7 +25,7 @@ from pathlib import Path
 from surfbench.bench.models import ModelPool, model_config
 from surfbench.bench.models.local import EMBEDDED, is_pulled
 from surfbench.bench.models.types import ModelRequest
-from surfbench.bench.suite import load_suite
+from surfbench.bench.suites.suite import load_suite
 from surfbench.surfaces import build_surface
 
 ROOT = Path(__file__).resolve().parent.parent

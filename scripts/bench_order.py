@@ -41,8 +41,8 @@ MODEL = "qwen2.5-coder-0.5b-instruct"
 
 def first_request(cell, task, max_tokens: int | None = None):  # noqa: ANN001, ANN201
     """The first request of the task's episode, as the episode loop builds it."""
-    from surfbench.bench.episode import system_text
     from surfbench.bench.models.types import ModelRequest
+    from surfbench.bench.run.episode import system_text
 
     session = cell.surface_for(task).session(task.turns[0])
     system = system_text(cell.suite.system_prompt, session.system_text())
@@ -73,7 +73,7 @@ def prefill_chars(prompts: list[str]) -> list[int]:
 
 
 def prefill_work(surface: str, repeats: int) -> dict:
-    from surfbench.bench.runner import CellSpec, episode_order, resolve_cell
+    from surfbench.bench.run.runner import CellSpec, episode_order, resolve_cell
 
     out: dict = {"surface": surface, "repeats": repeats}
     for order in ("naive", "cache"):
@@ -90,7 +90,7 @@ SWEEP = ("full", "core")
 
 
 def sweep_cells() -> dict:
-    from surfbench.bench.runner import CellSpec, resolve_cell
+    from surfbench.bench.run.runner import CellSpec, resolve_cell
 
     return {s: resolve_cell(CellSpec("forge", s, MODEL, split="dev")) for s in SWEEP}
 

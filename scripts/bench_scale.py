@@ -9,7 +9,7 @@ The 10,000-operation catalog is forge's 96 operations grown with the pool (`surf
 Gitea, BFCL, GitHub and the APIs.guru directory once `surfbench pool fetch-github` / `fetch-directory`
 have fetched them), seed 0. The static report
 runs the real CLI in a fresh process: best of 3 with the cache warm (the target: its token totals are
-kept per catalog content, bench/surface_report.py), and once with an empty cache (reported, not a
+kept per catalog content, bench/report/surface_report.py), and once with an empty cache (reported, not a
 target: it counts every tool's tokens, about 2 s more on 10,000 operations). The embedding cases use
 the catalog grown to each --embed-size (default 1,024 and 10,000): the first run on a catalog embeds
 every operation once (minutes on 2 CPU cores at 10,000; reported, not a target, and said whether it
@@ -38,10 +38,10 @@ ROOT = Path(__file__).resolve().parent.parent
 EMBED_PROBE = """
 import sys, time
 t = time.perf_counter()
-from surfbench.bench.catalog import Catalog, Operation
+from surfbench.bench.catalog.catalog import Catalog, Operation
 import json
 ops = [Operation(**r) for r in json.load(open(sys.argv[1]))["operations"]]
-from surfbench.bench.retrieval import Embeddings
+from surfbench.bench.catalog.retrieval import Embeddings
 Embeddings(ops)
 print(time.perf_counter() - t)
 """
@@ -60,11 +60,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--embed-size", type=sizes, default=[1024, 10_000], help="operations of the embedding cases")
     args = parser.parse_args()
-    from surfbench.bench.grow import grow_catalog
-    from surfbench.bench.importers import load_catalog
-    from surfbench.bench.pool import GITHUB_MEMBER, github_tarball, load_pool
-    from surfbench.bench.retrieval import BM25
-    from surfbench.bench.suite import load_suite
+    from surfbench.bench.catalog.importers import load_catalog
+    from surfbench.bench.catalog.pool import GITHUB_MEMBER, github_tarball, load_pool
+    from surfbench.bench.catalog.retrieval import BM25
+    from surfbench.bench.suites.grow import grow_catalog
+    from surfbench.bench.suites.suite import load_suite
 
     suite = load_suite("forge")
     pool = load_pool()

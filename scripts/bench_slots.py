@@ -27,7 +27,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from surfbench.bench.concurrency import EndpointGate
+from surfbench.bench.base.concurrency import EndpointGate
 from surfbench.bench.models import ModelPool, model_config
 from surfbench.bench.models.types import ModelRequest
 

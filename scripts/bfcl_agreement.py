@@ -28,8 +28,8 @@ def oracle_runs(root: Path) -> list[Path]:
     """BFCL's ground truth replayed on `full`, one run folder per category; prints the entries solved."""
     from surfbench.bench.models import ModelPool
     from surfbench.bench.models.scripted import OracleClient
-    from surfbench.bench.results import RunStore, load_runs
-    from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.store.results import RunStore, load_runs
 
     folders, solved, total = [], 0, 0
     for category in (*CATEGORIES, "multi_turn_base"):

@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from surfbench.bench.importers import load_catalog
+from surfbench.bench.catalog.importers import load_catalog
 
 catalog = load_catalog(sys.argv[1])
 picked = [op for op in catalog.operations if op.category == "issue"]

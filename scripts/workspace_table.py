@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from surfbench.bench.results import load_runs  # noqa: E402
-from surfbench.bench.taxonomy import ErrorType  # noqa: E402
+from surfbench.bench.base.taxonomy import ErrorType  # noqa: E402
+from surfbench.bench.store.results import load_runs  # noqa: E402
 from surfbench.tasks.workspace.backend import named_tools  # noqa: E402
 
 SURFACES = ["unified", "split", "four", "bash"]

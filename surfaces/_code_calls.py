@@ -7,7 +7,7 @@ variant has them) are meta answers; a name the SDK does not define is ``not_expo
 variant, a function no ``search_api`` call of this episode has returned is ``not_loaded``, as an
 operation no search returned is on the ``search`` surface (found, it is callable at once, in the same
 program); otherwise the operation's own schema validates the keywords (``Surface.route``) and the loop's
-executor runs it. Every reply is redacted (:func:`surfbench.bench.secrets.redact`): no registered
+executor runs it. Every reply is redacted (:func:`surfbench.bench.base.secrets.redact`): no registered
 secret a backend turns up reaches the program, which could otherwise print it in a form redaction
 misses. A program that ran into its sandbox's disk quota or memory cap gets that limit's error type.
 """
@@ -20,17 +20,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from surfbench.bench.program import Execute, ProgramResult
+from surfbench.bench.base.secrets import redact
+from surfbench.bench.base.validation import closest, short
+from surfbench.bench.contracts.program import Execute, ProgramResult
+from surfbench.bench.contracts.surface import BAD_META_CALL, NOT_EXPOSED, NOT_LOADED, SCHEMA_INVALID, Dispatch, ranked
 from surfbench.bench.sandbox.box import ENOSPC, NOMEM, Sandbox
 from surfbench.bench.sandbox.channel import ChannelStats, run_with_channel
 from surfbench.bench.sandbox.limits import DISK_QUOTA_EXCEEDED, MEMORY_EXCEEDED, Result, limit_note
-from surfbench.bench.secrets import redact
-from surfbench.bench.surface import BAD_META_CALL, NOT_EXPOSED, NOT_LOADED, SCHEMA_INVALID, Dispatch, ranked
-from surfbench.bench.validation import closest, short
 from surfbench.surfaces._sdk import stub
 
 if TYPE_CHECKING:
-    from surfbench.bench.catalog import Catalog, Operation
+    from surfbench.bench.catalog.catalog import Catalog, Operation
     from surfbench.bench.sandbox.limits import Limits
     from surfbench.surfaces._sdk import SdkNames
 
@@ -89,7 +89,7 @@ def python_command(requests: int, replies: int) -> list[str]:
 
 
 class Program:
-    """One program run; ``run(execute)`` is what the episode loop calls (:mod:`surfbench.bench.program`)."""
+    """One program run; ``run(execute)`` is what the episode loop calls (:mod:`surfbench.bench.contracts.program`)."""
 
     def __init__(self, surface: CodeSurface, code: str, session: CodeSession | None = None) -> None:
         self.surface = surface

@@ -11,9 +11,9 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from surfbench.bench.catalog import Catalog, Operation
-from surfbench.bench.surface import SCHEMA_INVALID, Dispatch, Surface, ToolSpec, coerce_args
-from surfbench.bench.validation import describe_issues, validate_args
+from surfbench.bench.base.validation import describe_issues, validate_args
+from surfbench.bench.catalog.catalog import Catalog, Operation
+from surfbench.bench.contracts.surface import SCHEMA_INVALID, Dispatch, Surface, ToolSpec, coerce_args
 
 RUN_STEPS, RUN_PIPE = "run_steps", "run_pipe"
 FILE_OPS = ("read_file", "write_file", "edit_file")

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from surfbench.bench.catalog import Catalog, Operation
+from surfbench.bench.catalog.catalog import Catalog, Operation
 
 _NOT_WORD = re.compile(r"\W+", re.ASCII)
 SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from surfbench.bench.surface import MetaHandler, Surface, ToolSpec
+from surfbench.bench.contracts.surface import MetaHandler, Surface, ToolSpec
 from surfbench.surfaces import register
 from surfbench.surfaces._exec import RUN_STEPS, bash_handler, bash_tool, require_ops
 

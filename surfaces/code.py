@@ -10,7 +10,7 @@ expression (cut at 16 KB) are the tool's result.
 
 Variants (``sdk``): ``full`` (every stub in the tool description), ``index`` (one line per function,
 plus ``describe(name)`` for a full stub) and ``search`` (``search_api(query)`` returns the stubs of the
-best matches, from the retrievers of :mod:`surfbench.bench.retrieval`). The search variant keeps the
+best matches, from the retrievers of :mod:`surfbench.bench.catalog.retrieval`). The search variant keeps the
 ``search`` surface's boundary: a program may call only the functions some ``search_api`` call of the
 episode returned (earlier in the same program or in an earlier one); any other is ``not_loaded``.
 """
@@ -22,12 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from surfbench.bench.catalog import Operation
-from surfbench.bench.program import PROGRAM_META, ProgramDispatch
-from surfbench.bench.retrieval import make_retriever
-from surfbench.bench.sandbox.limits import MB, Limits
-from surfbench.bench.sandbox.memcap import memory_cap
-from surfbench.bench.surface import (
+from surfbench.bench.catalog.catalog import Operation
+from surfbench.bench.catalog.retrieval import make_retriever
+from surfbench.bench.contracts.program import PROGRAM_META, ProgramDispatch
+from surfbench.bench.contracts.surface import (
     Dispatch,
     MetaHandler,
     Session,
@@ -37,6 +35,8 @@ from surfbench.bench.surface import (
     category_limit,
     coerce_args,
 )
+from surfbench.bench.sandbox.limits import MB, Limits
+from surfbench.bench.sandbox.memcap import memory_cap
 from surfbench.surfaces import register
 from surfbench.surfaces._code_calls import CODE_ERRORS, Program
 from surfbench.surfaces._exec import own_schema_error

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from surfbench.bench.catalog import Operation
-from surfbench.bench.surface import MetaHandler, Surface, ToolSpec, typed_tool
+from surfbench.bench.catalog.catalog import Operation
+from surfbench.bench.contracts.surface import MetaHandler, Surface, ToolSpec, typed_tool
 from surfbench.surfaces import register
 from surfbench.surfaces.dispatcher import Dispatcher, tool_prefix
 

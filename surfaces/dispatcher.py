@@ -12,8 +12,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from surfbench.bench.catalog import Operation
-from surfbench.bench.surface import (
+from surfbench.bench.base.validation import closest, short
+from surfbench.bench.catalog.catalog import Operation
+from surfbench.bench.contracts.surface import (
     BAD_META_CALL,
     SCHEMA_INVALID,
     UNKNOWN_OPERATION,
@@ -26,7 +27,6 @@ from surfbench.bench.surface import (
     coerce_args,
     help_text,
 )
-from surfbench.bench.validation import closest, short
 from surfbench.surfaces import register
 from surfbench.surfaces.listing import LISTINGS, render_listing
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from surfbench.bench.surface import Surface, ToolSpec, typed_tool
+from surfbench.bench.contracts.surface import Surface, ToolSpec, typed_tool
 from surfbench.surfaces import register
 
 

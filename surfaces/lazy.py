@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from surfbench.bench.surface import (
+from surfbench.bench.base.validation import closest, short
+from surfbench.bench.contracts.surface import (
     BAD_META_CALL,
     NOT_LOADED,
     Dispatch,
@@ -23,7 +24,6 @@ from surfbench.bench.surface import (
     ranked,
     typed_tool,
 )
-from surfbench.bench.validation import closest, short
 from surfbench.surfaces import register
 from surfbench.surfaces.listing import render_listing
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from surfbench.bench.catalog import Operation
+from surfbench.bench.catalog.catalog import Operation
 
 LISTINGS = ("oneline", "grouped", "none")
 SUMMARY_CHARS = 100

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from surfbench.bench.retrieval import Hit, make_retriever, select_hits
-from surfbench.bench.surface import Session, Surface, ToolSpec, typed_tool
+from surfbench.bench.catalog.retrieval import Hit, make_retriever, select_hits
+from surfbench.bench.contracts.surface import Session, Surface, ToolSpec, typed_tool
 from surfbench.surfaces import register
 
 

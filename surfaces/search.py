@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from surfbench.bench.retrieval import make_retriever, select_hits
-from surfbench.bench.surface import (
+from surfbench.bench.base.validation import short
+from surfbench.bench.catalog.retrieval import make_retriever, select_hits
+from surfbench.bench.catalog.wire import compact_json
+from surfbench.bench.contracts.surface import (
     BAD_META_CALL,
     NOT_LOADED,
     Dispatch,
@@ -25,8 +27,6 @@ from surfbench.bench.surface import (
     coerce_args,
     ranked,
 )
-from surfbench.bench.validation import short
-from surfbench.bench.wire import compact_json
 from surfbench.surfaces import register
 from surfbench.surfaces.lazy import LazySession
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from surfbench.bench.catalog import Operation
-from surfbench.bench.surface import Dispatch, MetaHandler, Session, Surface, ToolCall, ToolSpec, coerce_args
+from surfbench.bench.catalog.catalog import Operation
+from surfbench.bench.contracts.surface import Dispatch, MetaHandler, Session, Surface, ToolCall, ToolSpec, coerce_args
 from surfbench.surfaces import register
 from surfbench.surfaces._exec import (
     INLINE_CODE_REJECTED,

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from surfbench.bench.catalog import Operation
-from surfbench.bench.surface import (
+from surfbench.bench.catalog.catalog import Operation
+from surfbench.bench.contracts.surface import (
     SCHEMA_INVALID,
     Dispatch,
     MetaHandler,

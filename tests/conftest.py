@@ -24,7 +24,7 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 
 @pytest.fixture(scope="session")
 def gitea96():
-    from surfbench.bench.importers import load_catalog
+    from surfbench.bench.catalog.importers import load_catalog
 
     return load_catalog(EXAMPLE_MCP)
 

@@ -1,8 +1,8 @@
 """One name per module in a test process: the checkout's folders import only as ``surfbench.*``.
 
 pytest puts the checkout root on ``sys.path`` (``tests`` is a package), and there ``bench/`` is also a
-top-level package ``bench``: a test or a helper that imported ``bench.catalog`` would get a second copy
-of ``surfbench.bench.catalog`` (its classes unequal to the first's, its module state twice), and the
+top-level package ``bench``: a test or a helper that imported ``bench.catalog.catalog`` would get a second copy
+of ``surfbench.bench.catalog.catalog`` (its classes unequal to the first's, its module state twice), and the
 suite would pass where an installed surfbench (no ``bench`` at all) fails. :class:`OldNames` refuses
 those names while the tests run (tests/conftest.py installs it first on ``sys.meta_path``);
 :func:`twice_loaded` finds a file loaded as two module objects by any other route (a hook loaded by

@@ -123,7 +123,7 @@ def test_outside_a_checkout_only_surfbench_imports(installed: Path, tmp_path: Pa
     for old in ("bench", "surfaces", "tasks"):
         done = _run(installed, tmp_path, "-c", f"import {old}")
         assert done.returncode != 0 and "ModuleNotFoundError" in done.stderr, old
-    done = _run(installed, tmp_path, "-c", "import surfbench.bench.cli as c; print(c.__file__)")
+    done = _run(installed, tmp_path, "-c", "import surfbench.bench.cli.cli as c; print(c.__file__)")
     assert done.returncode == 0, done.stderr
     assert Path(done.stdout.strip()).is_relative_to(installed)
 

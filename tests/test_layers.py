@@ -1,14 +1,13 @@
 """One direction of flow: every import of the core goes along the flow, and no import cycle anywhere.
 
 The flow (docs/architecture.md): catalog -> surface -> episode loop <-> model -> backend -> scorer ->
-results -> report / gate. Each module of ``bench/`` belongs to one stage of it (:data:`STAGES`, in flow
-order); a module may import modules of its own stage or of an earlier one, never of a later one. Every
-import counts: module-level, inside a function, and under ``TYPE_CHECKING`` (an annotation that names a
-later stage is an arrow against the flow all the same). Surfaces may import only the stages up to the
-contracts; suites up to the suite format. A module with no stage fails the test: name its stage here.
-
-The stages are a map of module -> stage while the core is one folder; when it becomes packages by
-stage (issue 28's floor plan), the package of a module will be its stage and this map goes away.
+results -> report / gate. The core is one package per stage (``bench/<stage>/``, :data:`ORDER` in flow
+order), and a module's package is its stage; the three packages that kept their names belong to the stage
+:data:`KEPT` gives. A module may import modules of its own stage or of an earlier one, never of a later
+one. Every import counts: module-level, inside a function, and under ``TYPE_CHECKING`` (an annotation that
+names a later stage is an arrow against the flow all the same). Surfaces may import only the stages up to
+the contracts; suites up to the suite format. A module directly in ``bench/`` fails the test: it belongs
+in the package of its stage.
 """
 
 from __future__ import annotations
@@ -25,39 +24,15 @@ ORDER = ("base", "catalog", "contracts", "suites", "models", "score", "store", "
 plays a cell (its episodes, their scores and rows into the store); the front ends (``cli``: the command
 line, ``surfbench.run``, Hydra's composition) come last, as they drive every stage."""
 
-STAGES: dict[str, tuple[str, ...]] = {
-    "base": (
-        "__init__ paths secrets bounded validation taxonomy markdown sections config concurrency sandbox sandbox.box "
-        "sandbox.channel sandbox.limits sandbox.memcap sandbox.procs sandbox.__main__"
-    ).split(),
-    "catalog": (
-        "catalog wire limits importers importers.common importers.openapi importers.pycallable "
-        "importers.tools_json pool pool_data embedding retrieval"
-    ).split(),
-    "contracts": "surface backend program records plugins registry".split(),
-    "suites": (
-        "fields expected matchers matcher_checks hooks suite_model suite_checks suite checks grow mcp mcp.backend "
-        "mcp.catalog mcp.client mcp.guard mcp.http mcp.pool mcp.spec mcp.suites mcp.transport"
-    ).split(),
-    "models": (
-        "models models.cache models.client models.cost models.litellm_setup models.local models.parsing "
-        "models.prompting models.providers models.schema models.scripted models.server models.spec models.types"
-    ).split(),
-    "score": "scorer stuck".split(),
-    "store": (
-        "tables schema parts transcripts results commits claims compact evidence provenance reader recorded identity"
-    ).split(),
-    "run": ("episode cell fit rows play runner overrides progress").split(),
-    "analysis": "metrics power compare multicall retrieval_eval funnel replay whatif_metrics whatif".split(),
-    "report": ("report_choices scale_figure report_data figures report surface_report gate_criteria gate".split()),
-    "cli": "tempdirs session compose sweep api cli scaffold scaffold_mcp scale_cli mcp.cli".split(),
-}
+KEPT = {"sandbox": "base", "mcp": "suites", "models": "models"}
+"""Packages of the core that are not named after their stage: the sandbox, live MCP servers, model clients."""
+
 
 OUTSIDE_CORE = {"surfaces": "contracts", "tasks": "suites"}
 """The latest core stage a surface module or a suite's module may import."""
 
 EXCEPTIONS = {
-    ("surfbench.tasks.bfcl.agreement", "surfbench.bench.results"): "BFCL's agreement check reads recorded runs",
+    ("surfbench.tasks.bfcl.agreement", "surfbench.bench.store.results"): "BFCL's agreement check reads recorded runs",
 }
 """Imports out of a suite folder past its stage, each with its reason (an analysis shipped with a suite)."""
 
@@ -84,7 +59,9 @@ def imports(path: Path, known: set[str]) -> set[str]:
     out: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            subs = [f"{node.module}.{a.name}" for a in node.names]
+            # ``from package import module`` imports the module; the package counts only for a name it defines
+            names = [*subs, node.module] if any(s not in known for s in subs) else subs
         elif isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         else:
@@ -93,8 +70,18 @@ def imports(path: Path, known: set[str]) -> set[str]:
     return out
 
 
-def stage_of() -> dict[str, str]:
-    return {f"surfbench.bench.{m}" if m != "__init__" else "surfbench.bench": s for s, ms in STAGES.items() for m in ms}
+def stage_of(names: set[str] | None = None) -> dict[str, str]:
+    """Module -> stage, from its package: ``surfbench.bench.store.results`` is of the store stage."""
+    out = {"surfbench.bench": "base"}
+    for name in names if names is not None else set(modules()):
+        parts = name.split(".")
+        if parts[:2] != ["surfbench", "bench"] or len(parts) < 3:
+            continue
+        package = parts[2]
+        stage = package if package in ORDER else KEPT.get(package)
+        if stage is not None:
+            out[name] = stage
+    return out
 
 
 def graph() -> dict[str, set[str]]:
@@ -163,15 +150,16 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_every_core_module_has_one_stage():
-    stages = stage_of()
-    listed = [m for ms in STAGES.values() for m in ms]
-    twice = sorted({m for m in listed if listed.count(m) > 1})
-    assert not twice, f"modules named in two stages: {twice}"
+def test_every_core_module_is_in_a_stage_package():
     core = {name for name in modules() if name.startswith("surfbench.bench")}
-    missing = sorted(core - set(stages))
-    assert not missing, f"modules with no stage (name one in tests/test_layers.py STAGES): {missing}"
-    assert not sorted(set(stages) - core), "STAGES names modules that no longer exist"
+    loose = sorted(core - set(stage_of()))
+    assert not loose, f"modules outside every stage package (move each into bench/<stage>/): {loose}"
+    assert set(ORDER) <= {name.split(".")[2] for name in core if name.count(".") >= 2}, "a stage has no package"
+
+
+def test_a_loose_module_has_no_stage():
+    assert "surfbench.bench.helpers" not in stage_of({"surfbench.bench.helpers", "surfbench.bench.store.results"})
+    assert stage_of({"surfbench.bench.mcp.client"})["surfbench.bench.mcp.client"] == "suites"
 
 
 def test_every_import_goes_along_the_flow():
@@ -187,25 +175,33 @@ def test_no_import_cycle_anywhere():
 def test_the_test_catches_a_planted_arrow_and_a_planted_cycle():
     edges = graph()
     stages = stage_of()
-    planted = {**edges, "surfbench.bench.catalog": edges["surfbench.bench.catalog"] | {"surfbench.bench.gate"}}
-    assert "surfbench.bench.catalog (catalog) imports surfbench.bench.gate (report)" in arrows_against_the_flow(
-        planted, stages
+    planted = {
+        **edges,
+        "surfbench.bench.catalog.catalog": edges["surfbench.bench.catalog.catalog"] | {"surfbench.bench.report.gate"},
+    }
+    assert (
+        "surfbench.bench.catalog.catalog (catalog) imports surfbench.bench.report.gate (report)"
+        in arrows_against_the_flow(planted, stages)
     )
-    surface = {**edges, "surfbench.surfaces.full": edges["surfbench.surfaces.full"] | {"surfbench.bench.runner"}}
+    surface = {**edges, "surfbench.surfaces.full": edges["surfbench.surfaces.full"] | {"surfbench.bench.run.runner"}}
     assert any("surfaces.full" in line for line in arrows_against_the_flow(surface, stages))
-    looped = {**planted, "surfbench.bench.gate": edges["surfbench.bench.gate"] | {"surfbench.bench.catalog"}}
-    assert any({"surfbench.bench.catalog", "surfbench.bench.gate"} <= set(c) for c in cycles(looped))
+    looped = {
+        **planted,
+        "surfbench.bench.report.gate": edges["surfbench.bench.report.gate"] | {"surfbench.bench.catalog.catalog"},
+    }
+    assert any({"surfbench.bench.catalog.catalog", "surfbench.bench.report.gate"} <= set(c) for c in cycles(looped))
 
 
 @pytest.mark.parametrize(
     "source, seen",
     [
-        ("def f():\n    from surfbench.bench.gate import judge\n", {"surfbench.bench.gate"}),
+        ("def f():\n    from surfbench.bench.report.gate import judge\n", {"surfbench.bench.report.gate"}),
         (
-            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import surfbench.bench.gate\n",
-            {"surfbench.bench.gate"},
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import surfbench.bench.report.gate\n",
+            {"surfbench.bench.report.gate"},
         ),
-        ("from surfbench.bench import gate\n", {"surfbench.bench", "surfbench.bench.gate"}),
+        ("from surfbench.bench.report import gate\n", {"surfbench.bench.report.gate"}),
+        ("from surfbench.bench.report import judge\n", {"surfbench.bench.report"}),
     ],
 )
 def test_function_level_and_type_checking_imports_count(tmp_path: Path, source: str, seen: set[str]):

@@ -10,7 +10,8 @@ from tests.conftest import ROOT
 
 PACKAGES = {"bench": "surfbench.bench", "surfaces": "surfbench.surfaces", "tasks": "surfbench.tasks"}
 SEED_DATA = ROOT / "tasks" / "workspace" / "files"  # a project with bugs on purpose, not package code
-MAX_LINES = 400
+MAX_LINES = 500
+"""The one size rule left: the stages and the direction of imports hold the shape (tests/test_layers.py)."""
 
 
 def _modules(folder: str) -> list[Path]:
@@ -76,7 +77,7 @@ def test_packaging_declares_the_namespace_and_the_tree_holds_no_link():
     assert links == []
 
 
-def test_no_package_module_is_over_400_lines():
+def test_no_package_module_is_over_500_lines():
     sizes = sorted(
         (
             (len(p.read_text(encoding="utf-8").splitlines()), str(p.relative_to(ROOT)))

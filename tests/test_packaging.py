@@ -61,8 +61,8 @@ def test_the_package_list_holds_every_package_of_the_checkout():
 
 def test_the_editable_install_serves_the_checkout_folders_under_surfbench_names():
     """Tracebacks, coverage and ``__file__`` name the checkout's files; a new module in bench/ is found at once."""
-    catalog = importlib.import_module("surfbench.bench.catalog")
-    assert Path(catalog.__file__ or "") == ROOT / "bench" / "catalog.py"
+    catalog = importlib.import_module("surfbench.bench.catalog.catalog")
+    assert Path(catalog.__file__ or "") == ROOT / "bench" / "catalog" / "catalog.py"
     for folder in ("bench", "surfaces", "tasks", "configs"):
         name = f"surfbench.{folder}"
         assert [Path(p) for p in importlib.import_module(name).__path__] == [ROOT / folder], name
@@ -79,11 +79,13 @@ def test_a_checkout_folder_does_not_import_under_its_own_name(old: str):
 
 
 def test_a_file_loaded_as_two_modules_is_found():
-    real = importlib.import_module("surfbench.bench.catalog")
+    real = importlib.import_module("surfbench.bench.catalog.catalog")
     second = types.ModuleType("catalog_again")
     second.__file__ = real.__file__
-    modules = [("surfbench.bench.catalog", real), ("alias", real), ("catalog_again", second)]
-    assert namespace_guard.twice_loaded(modules) == {"bench/catalog.py": ["catalog_again", "surfbench.bench.catalog"]}
+    modules = [("surfbench.bench.catalog.catalog", real), ("alias", real), ("catalog_again", second)]
+    assert namespace_guard.twice_loaded(modules) == {
+        "bench/catalog/catalog.py": ["catalog_again", "surfbench.bench.catalog.catalog"]
+    }
     assert namespace_guard.twice_loaded(modules[:2]) == {}, "one object under two names is an alias, not a copy"
     assert namespace_guard.twice_loaded(list(sys.modules.items())) == {}
 
@@ -98,7 +100,7 @@ def test_an_extension_in_a_venv_inside_the_checkout_is_not_a_second_copy():
 
 
 def test_a_suite_hook_loaded_by_path_is_its_package_module(tmp_path: Path):
-    from surfbench.bench.importers.pycallable import load_module
+    from surfbench.bench.catalog.importers.pycallable import load_module
 
     by_path = load_module(str(ROOT / "tasks" / "forge" / "backend.py"), "suite.yaml")
     assert by_path is importlib.import_module("surfbench.tasks.forge.backend")

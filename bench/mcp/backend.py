@@ -15,12 +15,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from surfbench.bench.backend import ServerError, ToolError
+from surfbench.bench.base.taxonomy import ErrorType
+from surfbench.bench.contracts.backend import ServerError, ToolError
 from surfbench.bench.mcp.catalog import Workdir
 from surfbench.bench.mcp.client import McpClient, McpTimeout
 from surfbench.bench.mcp.pool import Lease, ServerPool
 from surfbench.bench.mcp.spec import McpServerDied, ServerSpec
-from surfbench.bench.taxonomy import ErrorType
 
 
 class McpBackend:

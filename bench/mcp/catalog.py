@@ -13,12 +13,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from surfbench.bench.catalog import Catalog, CatalogError
-from surfbench.bench.importers.common import check_descriptions
-from surfbench.bench.importers.tools_json import import_mcp
+from surfbench.bench.catalog.catalog import Catalog, CatalogError
+from surfbench.bench.catalog.importers.common import check_descriptions
+from surfbench.bench.catalog.importers.tools_json import import_mcp
+from surfbench.bench.catalog.wire import compact_json
 from surfbench.bench.mcp.client import McpClient, ToolList
 from surfbench.bench.mcp.spec import McpError, ServerSpec, load_setup
-from surfbench.bench.wire import compact_json
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,10 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import get_default_environment
 
+from surfbench.bench.catalog.wire import compact_json
 from surfbench.bench.mcp.guard import NOT_FOUND
 from surfbench.bench.mcp.spec import McpError, McpServerDied, ServerSpec
 from surfbench.bench.mcp.transport import WireLog, raw_stdio
-from surfbench.bench.wire import compact_json
 
 T = TypeVar("T")
 CLIENT_INFO = types.Implementation(name="surfbench", version="1")

@@ -15,7 +15,7 @@ from typing import Any
 import httpx2
 from mcp.client.streamable_http import streamable_http_client
 
-from surfbench.bench.bounded import limit_bytes, too_large
+from surfbench.bench.base.bounded import limit_bytes, too_large
 from surfbench.bench.mcp.spec import McpError, ServerSpec
 from surfbench.bench.mcp.transport import WireLog
 
@@ -64,7 +64,7 @@ class _Tee(httpx2.AsyncBaseTransport):
         return httpx2.Response(response.status_code, headers=response.headers, content=body, request=request)
 
     async def _body(self, response: httpx2.Response) -> bytes:
-        """The whole body of a ``tools/list`` answer, up to the size limit of an MCP answer (bench/bounded.py)."""
+        """The whole body of a ``tools/list`` answer, up to the size limit of an MCP answer (bench/base/bounded.py)."""
         limit = limit_bytes("MCP answer")
         parts: list[bytes] = []
         size = 0

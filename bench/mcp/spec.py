@@ -211,7 +211,7 @@ def _setup(value: str | None, where: str, folder: Path | None) -> str | None:
 
 def load_setup(spec: str, where: str = "mcp") -> Any:
     """The setup function ``spec`` names (``path.py:function``); ValueError naming ``mcp.setup`` otherwise."""
-    from surfbench.bench.hooks import load_hook
+    from surfbench.bench.suites.hooks import load_hook
 
     return load_hook(spec, where, "mcp.setup")
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from surfbench.bench.catalog import Catalog, CatalogError
+from surfbench.bench.catalog.catalog import Catalog, CatalogError
 from surfbench.bench.mcp.spec import ServerSpec, from_mapping
 
 
@@ -51,7 +51,7 @@ def resolve(value: Mapping[str, Any] | None, folder: Path, where: str) -> McpCat
 
 def live_suite_catalog(spec: McpCatalogSpec, name: str) -> Catalog:
     """The live server's catalog; a warning on stderr when it differs from the pinned dump."""
-    from surfbench.bench.importers import load_catalog
+    from surfbench.bench.catalog.importers import load_catalog
     from surfbench.bench.mcp.catalog import drift, live_catalog
 
     live = live_catalog(spec.server, name=name).catalog
@@ -89,7 +89,7 @@ def new_mcp_backend(
     options = dict(settings)
     state = options.pop("state", None)
     if isinstance(state, str):
-        from surfbench.bench.hooks import load_hook
+        from surfbench.bench.suites.hooks import load_hook
 
         state = load_hook(
             str(folder / state) if ":" in state else state, folder / "suite.yaml", "backend_options.state"

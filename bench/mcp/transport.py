@@ -27,7 +27,7 @@ import mcp_types as types
 from anyio.abc import Process
 from mcp.shared.message import SessionMessage
 
-from surfbench.bench.bounded import limit_bytes, too_large
+from surfbench.bench.base.bounded import limit_bytes, too_large
 
 GUARD = Path(__file__).with_name("guard.py")
 STDERR_TAIL = 2000
@@ -59,7 +59,7 @@ class WireLog:
     closed: bool = False
     """The server's stdout has ended (it exited, or closed it): no answer can come any more."""
     too_large: str | None = None
-    """Why reading stopped at a line over the size limit of an MCP answer (bench/bounded.py), for messages."""
+    """Why reading stopped at a line over the size limit of an MCP answer (bench/base/bounded.py), for messages."""
 
     def take(self, method: str) -> list[bytes]:
         """The raw responses recorded for ``method`` since the last take."""

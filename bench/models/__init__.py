@@ -3,14 +3,14 @@
 ``provider: local`` is an embedded GGUF on surfbench's own llama.cpp server (started on first use,
 reused for the whole run, stopped at the end); ``provider: litellm`` is any LiteLLM model string;
 ``provider: scripted`` the oracle of tests. Each is a registered factory (bench.models.providers, found
-through bench.plugins like any other provider an installed package adds).
+through bench.contracts.plugins like any other provider an installed package adds).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from surfbench.bench.config import ConfigError, read_group_config, shown
+from surfbench.bench.base.config import ConfigError, read_group_config, shown
 from surfbench.bench.models.cache import ResponseCache
 from surfbench.bench.models.client import ModelError
 from surfbench.bench.models.local import ModelUnavailable
@@ -79,7 +79,7 @@ def _file_data(name: str) -> dict[str, Any] | None:
 
 def _check_window(cfg: ModelConfig, origin: Any) -> None:
     """The ``limits`` block is well formed, and ``max_tokens`` leaves room for a prompt in the context window."""
-    from surfbench.bench.limits import model_limits
+    from surfbench.bench.catalog.limits import model_limits
 
     try:
         window = model_limits(cfg).context_window

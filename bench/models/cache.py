@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from surfbench.bench.paths import cache_root
-from surfbench.bench.secrets import redact
+from surfbench.bench.base.paths import cache_root
+from surfbench.bench.base.secrets import redact
 
 
 def request_hash(payload: dict[str, Any]) -> str:

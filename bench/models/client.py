@@ -9,7 +9,7 @@ unreachable endpoint is one clear :class:`ModelError`.
 Rate limits (HTTP 429, a provider's rate-limit or overloaded error) are not failures: the call waits
 (``Retry-After`` / ``retry-after-ms`` when the endpoint sends one, else exponential backoff with jitter)
 and is sent again, up to ``rate_limit_retries`` times, outside the transient-error budget. Every call
-passes the client's :class:`~surfbench.bench.concurrency.EndpointGate` (adaptive in-flight limit, rpm /
+passes the client's :class:`~surfbench.bench.base.concurrency.EndpointGate` (adaptive in-flight limit, rpm /
 tpm budgets). Usage and cost per call: :mod:`surfbench.bench.models.cost`.
 """
 
@@ -23,14 +23,14 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from surfbench.bench.concurrency import EndpointGate, EndpointRing, park
+from surfbench.bench.base.concurrency import EndpointGate, EndpointRing, park
+from surfbench.bench.catalog.wire import compact_json
 from surfbench.bench.models.cache import ResponseCache, request_hash
 from surfbench.bench.models.cost import call_cost, call_usage, prices
 from surfbench.bench.models.litellm_setup import CAPTURE, litellm_module
 from surfbench.bench.models.parsing import turn_from_output
 from surfbench.bench.models.prompting import prompted_messages
 from surfbench.bench.models.types import ModelRequest, ModelTurn, ParsedCall, ParseFailure, Usage
-from surfbench.bench.wire import compact_json
 
 
 class ModelError(RuntimeError):

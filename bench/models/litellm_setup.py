@@ -32,7 +32,7 @@ def litellm_module() -> Any:
     with _LOCK:
         if _LITELLM is None:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            from surfbench.bench.wire import ensure_offline_tiktoken
+            from surfbench.bench.catalog.wire import ensure_offline_tiktoken
 
             ensure_offline_tiktoken()
             import httpx

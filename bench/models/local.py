@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from surfbench.bench.paths import cache_root
+from surfbench.bench.base.paths import cache_root
 
 
 class ModelUnavailable(RuntimeError):
@@ -87,7 +87,7 @@ def embedded(name: str) -> EmbeddedModel:
     try:
         return EMBEDDED[name]
     except KeyError:
-        from surfbench.bench.validation import closest
+        from surfbench.bench.base.validation import closest
 
         near = closest(name, EMBEDDED)
         tip = f"; did you mean {', '.join(near)}?" if near else ""

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from surfbench.bench.base.secrets import redact, redact_value
+from surfbench.bench.catalog.wire import valid_utf8
 from surfbench.bench.models.types import ModelTurn, ParsedCall, ParseFailure
-from surfbench.bench.secrets import redact, redact_value
-from surfbench.bench.wire import valid_utf8
 
 MAX_TEXT = 200_000  # characters scanned; a runaway generation is cut, not parsed forever
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)

@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from surfbench.bench.wire import HasToolFields, compact_json
+from surfbench.bench.catalog.wire import HasToolFields, compact_json
 
 FORMATS = ("hermes", "json")
 

@@ -4,7 +4,7 @@ A provider checks the fields it needs when the config is read (:attr:`Provider.c
 config into a client on first use (:attr:`Provider.client`). The built-in ones, ``local`` (an embedded
 GGUF on surfbench's own llama.cpp server), ``litellm`` (any LiteLLM model string) and ``scripted`` (the
 oracle that replays a suite's reference calls: tests and ``surfbench check``), are found through the
-plugin registry like any other (:mod:`surfbench.bench.plugins`, kind ``providers``); another package adds
+plugin registry like any other (:mod:`surfbench.bench.contracts.plugins`, kind ``providers``); another package adds
 one with an entry point in the group ``surfbench.providers`` naming a :class:`Provider`, or a factory
 ``fn(cfg, pool) -> ModelClient``; ``plugins.register("providers", name, provider)`` adds one in-process.
 """
@@ -17,14 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from surfbench.bench import plugins
-from surfbench.bench.config import ConfigError
+from surfbench.bench.base.config import ConfigError
+from surfbench.bench.base.secrets import register as register_secret
+from surfbench.bench.contracts import plugins
 from surfbench.bench.models.client import LiteLLMClient, ModelError
 from surfbench.bench.models.local import ModelUnavailable, embedded, require
 from surfbench.bench.models.server import LocalServer, ServerGroup, ServerSettings
 from surfbench.bench.models.spec import ModelConfig
 from surfbench.bench.models.types import ModelClient
-from surfbench.bench.secrets import register as register_secret
 
 if TYPE_CHECKING:
     from surfbench.bench.models.cache import ResponseCache
@@ -139,7 +139,7 @@ def _litellm(cfg: ModelConfig, pool: ModelPool) -> ModelClient:
     if key is None and cfg.api_base:  # a server of your own (vLLM, llama.cpp) needs no key; openai's
         key = "sk-no-key"  # client insists on one. A server that does want one answers 401: clear error.
     assert cfg.model is not None
-    from surfbench.bench.concurrency import EndpointGate
+    from surfbench.bench.base.concurrency import EndpointGate
 
     return LiteLLMClient(
         cfg.model, api_base=cfg.api_base, api_key=key, cache=pool.cache,

@@ -4,9 +4,9 @@ Taken as Hydra parses them, model settings ran experiments nobody asked for: ``m
 was recorded as the string ``"abc"``, ``model.max_tokens=-5`` ran as a cell ``[max_tokens=-5]``,
 ``model.tokenizer=bogus`` passed without a word. :class:`~surfbench.bench.models.ModelConfig` declares
 each field's type by its annotation (``int``, ``float``, ``str``, ``X | None``, a ``Literal``) and its
-range or choices by :func:`ranged` / :func:`one_of` / :func:`registered` (a plugin's name, bench.plugins)
+range or choices by :func:`ranged` / :func:`one_of` / :func:`registered` (a plugin's name, bench.contracts.plugins)
 metadata; :func:`checked` holds every field of a config to that before the config (let alone a run
-folder) exists. A wrong value is a one-line :class:`~surfbench.bench.config.ConfigError` naming the
+folder) exists. A wrong value is a one-line :class:`~surfbench.bench.base.config.ConfigError` naming the
 field, the value and what is allowed, with the override (``model.max_tokens=abc``) when the value came
 from one. Nothing is coerced but a whole number where a number belongs (``temperature=1`` is ``1.0``,
 the same experiment).
@@ -20,9 +20,9 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from surfbench.bench import plugins
-from surfbench.bench.config import ConfigError
-from surfbench.bench.validation import json_type_name
+from surfbench.bench.base.config import ConfigError
+from surfbench.bench.base.validation import json_type_name
+from surfbench.bench.contracts import plugins
 
 Where = Callable[[str, Any], str]
 """``(field, value) -> "configs/model/m.yaml: max_tokens='abc'"`` or ``"model.max_tokens=abc"``."""
@@ -42,7 +42,7 @@ def one_of(default: Any, choices: Sequence[str], null: str = "") -> Any:
 
 
 def registered(default: str, kind: str) -> Any:
-    """A dataclass field whose text must name a plugin of ``kind`` (bench.plugins: ``providers``)."""
+    """A dataclass field whose text must name a plugin of ``kind`` (bench.contracts.plugins: ``providers``)."""
     return dataclasses.field(default=default, metadata={"registry": kind})
 
 
@@ -63,7 +63,7 @@ def _allowed(base: Any, meta: Mapping[str, Any]) -> str:
         return kind
     if high is None:
         return f"{kind}, {_number(low)} or more"
-    if origin is int:  # the wording of bench.overrides for the run's own settings
+    if origin is int:  # the wording of bench.run.overrides for the run's own settings
         return f"{kind}, {_number(low)} or more and at most {_number(high)}"
     return f"{kind} from {_number(low)} to {_number(high)}"
 

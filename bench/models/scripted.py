@@ -6,9 +6,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from surfbench.bench.catalog.wire import compact_json
 from surfbench.bench.models.parsing import turn_from_output
 from surfbench.bench.models.types import ModelRequest, ModelTurn, ParsedCall, Usage
-from surfbench.bench.wire import compact_json
 
 Script = Sequence[ModelTurn | str | list[tuple[str, Any]] | Callable[[ModelRequest], ModelTurn]]
 
@@ -74,7 +74,7 @@ class OracleClient:
     name = "scripted-oracle"
 
     def __init__(self, suite: str, delay_s: float = 0.0) -> None:
-        from surfbench.bench.suite import load_suite
+        from surfbench.bench.suites.suite import load_suite
 
         self.suite = load_suite(suite)
         self.delay_s = delay_s
@@ -85,7 +85,7 @@ class OracleClient:
     def complete(self, request: ModelRequest) -> ModelTurn:
         import time
 
-        from surfbench.bench.matchers import example_args
+        from surfbench.bench.suites.matchers import example_args
 
         if self.delay_s:
             time.sleep(self.delay_s)

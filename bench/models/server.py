@@ -25,8 +25,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from surfbench.bench.backend import ServerError as ServerError  # the local server's failures: a contract type
-from surfbench.bench.paths import cache_root
+from surfbench.bench.base.paths import cache_root
+from surfbench.bench.contracts.backend import ServerError as ServerError  # the local server's failures: a contract type
 
 _RUNNING: set[LocalServer] = set()
 

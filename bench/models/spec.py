@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from surfbench.bench.concurrency import MAX_CONCURRENCY
+from surfbench.bench.base.concurrency import MAX_CONCURRENCY
 from surfbench.bench.models.prompting import FORMATS
 from surfbench.bench.models.schema import one_of, ranged, registered
 from surfbench.bench.models.types import CallingMode
@@ -23,7 +23,7 @@ MODEL_KEYS = {
 
 
 TOKENIZERS = ("gguf", "o200k_base", "cl100k_base")
-"""``gguf``: a local model's own vocabulary; the others: the tiktoken encodings LiteLLM's wheel ships (bench.wire)."""
+"""``gguf``: a local model's own vocabulary; the others: the tiktoken encodings LiteLLM's wheel ships."""
 MAX_TOKENS_MAX = 262_144
 """Answer tokens per call at most: twice the largest output limit hosted APIs offer today (128K)."""
 N_CTX_MAX = 16_777_216
@@ -38,7 +38,7 @@ class ModelConfig:
 
     name: str
     provider: str = registered("local", "providers")
-    """A registered provider (bench.plugins): ``local`` (embedded GGUF on the llama.cpp server), ``litellm``
+    """A registered provider (bench.contracts.plugins): ``local`` (embedded GGUF on the llama.cpp server), ``litellm``
     (any LiteLLM provider), ``scripted`` (tests), or one an installed package adds."""
     embedded: str | None = None
     """For ``local``: the embedded model (see ``surfbench models``)."""
@@ -77,5 +77,5 @@ class ModelConfig:
     """For ``local``: llama.cpp server processes (slots), ``threads // n_parallel`` threads each; calls go
     to a free one. Helps only with cores to spare (docs/models.md); pair it with ``concurrency``."""
     limits: dict[str, Any] = field(default_factory=dict)
-    """The provider's limits: ``max_tools``, ``name_pattern``, ``context_window`` (bench.limits)."""
+    """The provider's limits: ``max_tools``, ``name_pattern``, ``context_window`` (bench.catalog.limits)."""
     extra: dict[str, Any] = field(default_factory=dict)

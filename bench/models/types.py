@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from surfbench.bench.wire import HasToolFields
+from surfbench.bench.catalog.wire import HasToolFields
 
 CallingMode = Literal["native", "prompted"]
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from surfbench.bench.results import load_runs
-from surfbench.bench.suite import Task, load_suite
+from surfbench.bench.store.results import load_runs
+from surfbench.bench.suites.suite import Task, load_suite
 
 MODEL = "surfbench"
 

@@ -11,9 +11,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from surfbench.bench.catalog import Catalog, Operation
-from surfbench.bench.importers.tools_json import import_bfcl
-from surfbench.bench.suite import SuiteError
+from surfbench.bench.catalog.catalog import Catalog, Operation
+from surfbench.bench.catalog.importers.tools_json import import_bfcl
+from surfbench.bench.suites.suite import SuiteError
 
 PIN = "bfcl-eval==2026.3.23"
 

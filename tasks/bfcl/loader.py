@@ -21,8 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from surfbench.bench.catalog import CatalogError
-from surfbench.bench.suite import ExpectedCall, SuiteError, Task
+from surfbench.bench.catalog.catalog import CatalogError
+from surfbench.bench.suites.suite import ExpectedCall, SuiteError, Task
 from surfbench.tasks.bfcl.data import catalog_of, data_dir, matcher, op_name, read_jsonl, turn_text, union
 from surfbench.tasks.bfcl.multi_turn import multi_turn
 

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from surfbench.bench.backend import ToolError
-from surfbench.bench.suite import ExpectedCall, StateCheck, SuiteError, Task
+from surfbench.bench.contracts.backend import ToolError
+from surfbench.bench.suites.suite import ExpectedCall, StateCheck, SuiteError, Task
 from surfbench.tasks.bfcl.data import catalog_of, read_jsonl, union
 
 PREFIX = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code"

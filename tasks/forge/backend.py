@@ -25,7 +25,7 @@ from surfbench.tasks.forge.ops.repos import RepoOps
 from surfbench.tasks.forge.ops.webhooks import HookOps
 
 
-# The catalog lists operations base classes first (bench.backend.operation_methods walks the MRO from
+# The catalog lists operations base classes first (bench.contracts.backend.operation_methods walks the MRO from
 # the far end), so the mixins stand here in reverse catalog order: repositories come first, last.
 class ForgeBackend(
     HookOps,

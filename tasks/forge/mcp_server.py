@@ -25,10 +25,10 @@ import mcp_types as types
 from mcp.server.lowlevel.server import Server
 from mcp.shared.message import SessionMessage
 
-from surfbench.bench.backend import ToolError
-from surfbench.bench.catalog import Catalog
-from surfbench.bench.importers.pycallable import import_callables
-from surfbench.bench.wire import compact_json
+from surfbench.bench.catalog.catalog import Catalog
+from surfbench.bench.catalog.importers.pycallable import import_callables
+from surfbench.bench.catalog.wire import compact_json
+from surfbench.bench.contracts.backend import ToolError
 from surfbench.tasks.forge.backend import ForgeBackend
 
 

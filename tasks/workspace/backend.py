@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypedDict
 
-from surfbench.bench.backend import OperationBackend, ToolError, operation
+from surfbench.bench.contracts.backend import OperationBackend, ToolError, operation
 from surfbench.bench.sandbox import MB, Limits, Result, Sandbox
 
 FILES = Path(__file__).resolve().parent / "files"

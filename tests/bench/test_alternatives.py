@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.episode import LoopSettings, run_episode
-from surfbench.bench.expected import ExpectedCall
+from surfbench.bench.cli.scaffold import ORACLE_MODEL, check_suite
 from surfbench.bench.models.scripted import OracleClient, ScriptedClient, call_turn, with_usage
 from surfbench.bench.models.types import ModelRequest, ModelTurn
-from surfbench.bench.report import markdown
-from surfbench.bench.report_data import collect
-from surfbench.bench.scaffold import ORACLE_MODEL, check_suite
-from surfbench.bench.scorer import EpisodeScore, score_episode
-from surfbench.bench.suite import SuiteError, Task, load_suite
+from surfbench.bench.report.report import markdown
+from surfbench.bench.report.report_data import collect
+from surfbench.bench.run.episode import LoopSettings, run_episode
+from surfbench.bench.score.scorer import EpisodeScore, score_episode
+from surfbench.bench.suites.expected import ExpectedCall
+from surfbench.bench.suites.suite import SuiteError, Task, load_suite
 from surfbench.surfaces import build_surface
 from tests.conftest import FIXTURES
 
@@ -113,8 +113,8 @@ class Picker:
 def run_suite(root: Path, client: Any, folder: Path = FOLDER) -> Path:
     """Every task of a suite (default: the fixture suite) on the ``full`` surface into a run folder under ``root``."""
     from surfbench.bench.models import ModelPool
-    from surfbench.bench.results import RunStore
-    from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.store.results import RunStore
 
     model = {**ORACLE_MODEL, "script_suite": str(folder)}
     cell = resolve_cell(CellSpec(str(folder), "full", "oracle", split="all"), None, model)
@@ -226,7 +226,7 @@ def test_a_good_one_of_written_inline_loads(tmp_path: Path):
 def test_a_plain_call_hashes_as_before_and_an_edited_alternative_changes_the_hash(tmp_path: Path):
     """Tasks written without one_of keep the content hash their recorded episodes carry; a task whose
     alternative is edited gets a new hash, so a re-run never reuses its old episodes."""
-    from surfbench.bench.identity import _plain, task_hash
+    from surfbench.bench.store.identity import _plain, task_hash
 
     assert set(_plain(ExpectedCall("get_issue", {"issue_number": 3}))) == {"op", "args", "oracle_args", "turn"}
 

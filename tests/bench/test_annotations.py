@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.catalog import Catalog, CatalogError
-from surfbench.bench.episode import LoopSettings, run_episode
-from surfbench.bench.importers import load_catalog
+from surfbench.bench.catalog.catalog import Catalog, CatalogError
+from surfbench.bench.catalog.importers import load_catalog
+from surfbench.bench.catalog.wire import tool_wire_bytes
 from surfbench.bench.models.scripted import OracleClient, ScriptedClient
-from surfbench.bench.report import markdown
-from surfbench.bench.report_data import collect
-from surfbench.bench.scorer import EpisodeScore, score_episode
-from surfbench.bench.suite import load_suite
-from surfbench.bench.wire import tool_wire_bytes
+from surfbench.bench.report.report import markdown
+from surfbench.bench.report.report_data import collect
+from surfbench.bench.run.episode import LoopSettings, run_episode
+from surfbench.bench.score.scorer import EpisodeScore, score_episode
+from surfbench.bench.suites.suite import load_suite
 from surfbench.surfaces import build_surface
 from tests.bench.test_alternatives import CELL, Picker, run_suite
 from tests.conftest import FIXTURES

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from surfbench.bench.cli import main as cli_main
+from surfbench.bench.cli.cli import main as cli_main
 from tests.conftest import ROOT
 
 ORACLE = "provider: scripted\nscript_suite: notes_mcp\nparams_b: 0.0\nmode: native\n"
@@ -166,7 +166,7 @@ def test_a_bad_run_json_is_one_line_naming_the_file(configs: Path, run: Path, te
 
 def test_a_run_json_with_damaged_cells_is_one_line_naming_the_file_and_field(configs: Path, run: Path):
     (run / "run.json").write_text('{"cells": [{"cell_id": "x"}]}')  # cells without their fields
-    for proc in gate_and_report(configs, run):  # checked before use (bench.evidence), not a KeyError later
+    for proc in gate_and_report(configs, run):  # checked before use (bench.store.evidence), not a KeyError later
         assert proc.returncode == 2, proc.stderr[-3000:]
         line = one_error_line(proc.stderr)
         assert str(run / "run.json") in line and "cells[0] has no suite" in line, line
@@ -183,14 +183,14 @@ def test_a_run_without_episodes_is_one_line(configs: Path, run: Path):
 def test_an_exception_escaping_report_or_gate_is_one_line_naming_the_run(
     run: Path, tmp_path: Path, in_process: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
-    import surfbench.bench.gate
-    import surfbench.bench.report_data
+    import surfbench.bench.report.gate
+    import surfbench.bench.report.report_data
 
     def broken(*args, **kwargs):
         raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
 
-    monkeypatch.setattr(surfbench.bench.gate, "summarize_cell", broken)
-    monkeypatch.setattr(surfbench.bench.report_data, "cell_rows", broken)
+    monkeypatch.setattr(surfbench.bench.report.gate, "summarize_cell", broken)
+    monkeypatch.setattr(surfbench.bench.report.report_data, "cell_rows", broken)
     gate_out = run / "gate.txt"
     assert cli_main(["gate", "--criteria", str(gate_file(tmp_path)), str(run), "--out", str(gate_out)]) == 2
     assert cli_main(["report", str(run)]) == 2
@@ -206,7 +206,7 @@ def test_an_exception_escaping_report_or_gate_is_one_line_naming_the_run(
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(surfbench.bench.report_data, "cell_rows", interrupted)
+    monkeypatch.setattr(surfbench.bench.report.report_data, "cell_rows", interrupted)
     assert cli_main(["report", str(run)]) == 130, "Ctrl-C is an interruption, not a damaged run"
     assert "interrupted" in capsys.readouterr().err
 
@@ -261,7 +261,7 @@ def test_a_criterion_without_evidence_is_no_evidence_and_revises(
 
 
 def test_the_reference_gate_says_no_evidence_for_help_size_on_core():
-    from surfbench.bench.gate import judge
+    from surfbench.bench.report.gate import judge
 
     result = judge(GATE, [ROOT / "results" / "reference" / "forge-dev-qwen0.5b"])
     helps = {v.candidate: v.outcome for v in result.verdicts if v.criterion == "help_bytes_max"}

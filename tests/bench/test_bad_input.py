@@ -15,11 +15,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from surfbench.bench.catalog import CatalogError
-from surfbench.bench.importers import load_catalog
-from surfbench.bench.results import ResultsError, RunStore, load_runs
-from surfbench.bench.scorer import check_answer
-from surfbench.bench.suite import SuiteError, load_suite
+from surfbench.bench.catalog.catalog import CatalogError
+from surfbench.bench.catalog.importers import load_catalog
+from surfbench.bench.score.scorer import check_answer
+from surfbench.bench.store.results import ResultsError, RunStore, load_runs
+from surfbench.bench.suites.suite import SuiteError, load_suite
 from tests.conftest import ROOT
 
 ORACLE = "provider: scripted\nscript_suite: notes_mcp\nparams_b: 0.0\nmode: native\n"

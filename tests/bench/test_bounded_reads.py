@@ -21,16 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.catalog import CatalogError
-from surfbench.bench.importers import load_catalog
-from surfbench.bench.results import ResultsError
-from surfbench.bench.suite import SuiteError, load_suite, load_tasks
-from surfbench.bench.wire import LONG_RUN, RUN_PIECE, RUN_SAMPLES, _encoding, count_tokens, tool_wire_text
+from surfbench.bench.catalog.catalog import CatalogError
+from surfbench.bench.catalog.importers import load_catalog
+from surfbench.bench.catalog.wire import LONG_RUN, RUN_PIECE, RUN_SAMPLES, _encoding, count_tokens, tool_wire_text
+from surfbench.bench.store.results import ResultsError
+from surfbench.bench.suites.suite import SuiteError, load_suite, load_tasks
 from tests.conftest import ROOT
 
 MEMORY_LIMIT = 3 << 30
 """Address space of each subprocess: the CLI needs well under 1 GB; reading /dev/zero whole would not stop."""
-GITEA = ROOT / "bench" / "pool_data" / "gitea-1.15-swagger.json"
+GITEA = ROOT / "bench" / "catalog" / "pool_data" / "gitea-1.15-swagger.json"
 MB = 1 << 20
 
 
@@ -138,7 +138,7 @@ def test_a_suite_file_over_its_limit_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_run_record_over_its_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from surfbench.bench.provenance import read_run_info
+    from surfbench.bench.store.provenance import read_run_info
 
     (tmp_path / "run.json").write_text(json.dumps({"cells": [], "padding": "x" * (2 * MB)}))
     monkeypatch.setenv("SURFBENCH_MAX_FILE_MB", "1")
@@ -147,8 +147,8 @@ def test_a_run_record_over_its_limit_is_refused(tmp_path: Path, monkeypatch: pyt
 
 
 def test_a_criteria_file_over_its_limit_is_refused(tmp_path: Path) -> None:
-    from surfbench.bench.config import ConfigError
-    from surfbench.bench.gate import load_criteria
+    from surfbench.bench.base.config import ConfigError
+    from surfbench.bench.report.gate import load_criteria
 
     path = tmp_path / "gate.yaml"
     path.write_text("criteria:\n  - {kind: help_bytes_max, value: 1536}\n" + "# padding\n" * (5 * MB // 10))

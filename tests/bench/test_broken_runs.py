@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.cli import main as cli_main
+from surfbench.bench.cli.cli import main as cli_main
 from tests.conftest import ROOT
 
 ORACLE = "provider: scripted\nscript_suite: forge\nparams_b: 0.0\nmode: native\n"

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.checks import BUILTIN_NAMES, SuiteCheck, load_check, suite_checks
-from surfbench.bench.episode import LoopSettings, run_episode
-from surfbench.bench.fields import SuiteError
+from surfbench.bench.base.taxonomy import UndeclaredErrorType, check_declared
 from surfbench.bench.models.scripted import ScriptedClient
-from surfbench.bench.scorer import EpisodeScore, score_episode
-from surfbench.bench.suite import Suite, Task, load_suite
-from surfbench.bench.taxonomy import UndeclaredErrorType, check_declared
+from surfbench.bench.run.episode import LoopSettings, run_episode
+from surfbench.bench.score.scorer import EpisodeScore, score_episode
+from surfbench.bench.suites.checks import BUILTIN_NAMES, SuiteCheck, load_check, suite_checks
+from surfbench.bench.suites.fields import SuiteError
+from surfbench.bench.suites.suite import Suite, Task, load_suite
 from surfbench.surfaces import build_surface
 from tests.conftest import ROOT
 
 CHECKS_PY = '''
-from surfbench.bench.checks import CheckResult
+from surfbench.bench.suites.checks import CheckResult
 
 
 def cites_note(task, trace, context):

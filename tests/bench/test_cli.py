@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from surfbench.bench.cli import main
+from surfbench.bench.cli.cli import main
 from tests.conftest import EXAMPLE_MCP, ROOT
 
 

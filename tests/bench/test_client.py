@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.cli import main
+from surfbench.bench.cli.cli import main
+from surfbench.bench.contracts.surface import ToolSpec
 from surfbench.bench.models import ModelPool, model_config
 from surfbench.bench.models.cache import ResponseCache
 from surfbench.bench.models.client import EndpointRefused, LiteLLMClient, ModelError, RateLimited
 from surfbench.bench.models.local import EMBEDDED
 from surfbench.bench.models.types import ModelRequest
-from surfbench.bench.results import load_runs
-from surfbench.bench.surface import ToolSpec
+from surfbench.bench.store.results import load_runs
 from tests.fixtures.openai_stub import OpenAIStub, chat_reply, run_surfbench, stub_model_config, tool_call, usage
 
 WEATHER = ToolSpec(
@@ -258,8 +258,8 @@ def test_anthropic_cache_reads_and_writes_are_recorded_priced_and_the_breakpoint
 
 
 def test_concurrency_and_budgets_are_checked_in_model_configs_and_not_part_of_the_cell():
-    from surfbench.bench.config import ConfigError
-    from surfbench.bench.runner import CellSpec, resolve_cell
+    from surfbench.bench.base.config import ConfigError
+    from surfbench.bench.run.runner import CellSpec, resolve_cell
 
     assert (
         model_config("gpt-4o-mini").concurrency == 16 and model_config("qwen2.5-coder-0.5b-instruct").concurrency == 1

@@ -10,16 +10,16 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from surfbench.bench import compact as compact_module
-from surfbench.bench.claims import Claims
-from surfbench.bench.cli import main as cli_main
-from surfbench.bench.compact import compact
+from surfbench.bench.cli.cli import main as cli_main
 from surfbench.bench.models.scripted import OracleClient
-from surfbench.bench.parts import JOURNAL
-from surfbench.bench.results import TABLES, ResultsError, RunStore, key_stem, load_runs
-from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
-from surfbench.bench.schema import table_from_rows
-from surfbench.bench.transcripts import drop_transcripts, iter_transcripts, read_transcript, transcript_stems
+from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.store import compact as compact_module
+from surfbench.bench.store.claims import Claims
+from surfbench.bench.store.compact import compact
+from surfbench.bench.store.parts import JOURNAL
+from surfbench.bench.store.results import TABLES, ResultsError, RunStore, key_stem, load_runs
+from surfbench.bench.store.schema import table_from_rows
+from surfbench.bench.store.transcripts import drop_transcripts, iter_transcripts, read_transcript, transcript_stems
 
 MODEL = "qwen2.5-coder-0.5b-instruct"
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.concurrency import BURST_WINDOW, EndpointGate, EpisodeSlots, in_order, park
+from surfbench.bench.base.concurrency import BURST_WINDOW, EndpointGate, EpisodeSlots, in_order, park
 from surfbench.bench.models import ModelPool
-from surfbench.bench.results import RunStore, load_runs
-from surfbench.bench.runner import Cell, CellSpec, episode_order, resolve_cell, run_cell
+from surfbench.bench.run.runner import Cell, CellSpec, episode_order, resolve_cell, run_cell
+from surfbench.bench.store.results import RunStore, load_runs
 from tests.conftest import ROOT
 from tests.fixtures.openai_stub import OpenAIStub, oracle_respond, with_429s
 
@@ -105,7 +105,7 @@ def test_usage_and_cost_totals_are_exact_with_cached_prompt_tokens(tmp_path: Pat
     steps = load_runs([tmp_path / "run"], "steps")
     assert float(steps["cost_usd"].sum()) == pytest.approx(cost, rel=1e-9)
     assert float(frame["cost_usd"].sum()) == pytest.approx(cost, abs=len(frame) * 5e-7)  # episodes: 6 decimals
-    from surfbench.bench.report_data import CELL_HEAD, cell_rows
+    from surfbench.bench.report.report_data import CELL_HEAD, cell_rows
 
     (row,) = cell_rows(frame.assign(surface_kind="full", params_b=None, mode="native"))
     assert row.summary.cached_share == pytest.approx(cached / prompt)
@@ -238,7 +238,7 @@ def _configs(tmp_path: Path) -> Path:
 
 
 def test_sigkill_mid_flight_then_resume_runs_each_remaining_episode_once(tmp_path: Path):
-    from surfbench.bench.results import RunStore as Store
+    from surfbench.bench.store.results import RunStore as Store
 
     with OpenAIStub(oracle_respond("notes_mcp"), latency_s=0.3) as stub:
         cmd, env = _surfbench(
@@ -293,8 +293,8 @@ def test_a_hosted_config_with_a_fake_key_runs_through_the_cli_and_the_key_is_now
 def test_a_bad_concurrency_override_is_one_line_naming_it(value: object):
     from omegaconf import OmegaConf
 
-    from surfbench.bench.config import ConfigError
-    from surfbench.bench.overrides import run_settings
+    from surfbench.bench.base.config import ConfigError
+    from surfbench.bench.run.overrides import run_settings
 
     with pytest.raises(ConfigError) as err:
         run_settings(OmegaConf.create({"concurrency": value}))

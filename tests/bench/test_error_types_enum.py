@@ -16,20 +16,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from surfbench.bench.fit import first_request_fit
+from surfbench.bench.base.taxonomy import CORE
+from surfbench.bench.contracts.records import EpisodeTrace
 from surfbench.bench.models.client import ContextOverflow, ModelError, RateLimited
 from surfbench.bench.models.scripted import OracleClient
 from surfbench.bench.models.server import ServerError
 from surfbench.bench.models.types import ModelRequest, ModelTurn
-from surfbench.bench.play import endpoint_failure
-from surfbench.bench.records import EpisodeTrace
-from surfbench.bench.results import RunStore, load_runs
-from surfbench.bench.runner import Cell, CellSpec, resolve_cell, run_cell
-from surfbench.bench.taxonomy import CORE
+from surfbench.bench.run.fit import first_request_fit
+from surfbench.bench.run.play import endpoint_failure
+from surfbench.bench.run.runner import Cell, CellSpec, resolve_cell, run_cell
+from surfbench.bench.store.results import RunStore, load_runs
 from tests.conftest import ROOT
 
 SCANNED = ("bench", "surfaces", "tasks", "scripts")
-SPELLED_ELSEWHERE = {("bench/validation.py", "type_error"), ("bench/validation.py", "missing_argument")}
+SPELLED_ELSEWHERE = {("bench/base/validation.py", "type_error"), ("bench/base/validation.py", "missing_argument")}
 """Literals that are not error types: an ArgIssue's ``kind`` is the validator's own vocabulary, sharing two names."""
 ENDPOINT_EXCEPTIONS = ("ModelError", "ServerError", "RateLimited", "EndpointRefused", "ContextOverflow")
 MODEL = "qwen2.5-coder-0.5b-instruct"
@@ -105,9 +105,9 @@ def test_no_module_compares_or_spells_an_error_type_as_a_string():
     found = []
     for path in _sources():
         rel = path.relative_to(ROOT).as_posix()
-        if rel != "bench/taxonomy.py":
+        if rel != "bench/base/taxonomy.py":
             found += violations(path.read_text(encoding="utf-8"), rel)
-    assert not found, "use ErrorType (bench/taxonomy.py) or the surface's declared constant:\n" + "\n".join(found)
+    assert not found, "use ErrorType (bench/base/taxonomy.py) or the surface's declared constant:\n" + "\n".join(found)
 
 
 class Failing:

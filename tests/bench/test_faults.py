@@ -10,8 +10,8 @@ from surfbench.bench.models import ModelPool
 from surfbench.bench.models.client import ModelError
 from surfbench.bench.models.scripted import OracleClient
 from surfbench.bench.models.types import ModelRequest, ModelTurn
-from surfbench.bench.results import RunStore, load_runs
-from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.store.results import RunStore, load_runs
 
 
 class Flaky:

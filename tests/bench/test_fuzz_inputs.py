@@ -1,9 +1,9 @@
 """Fuzzing: malformed suites, task files and catalogs never raise anything but one line naming the file.
 
 Every example is a mutation of the shipped notes_mcp suite (suite.yaml, tasks.yaml, catalog.json) written
-into a fresh folder and loaded in-process through ``surfbench.bench.suite.load_suite`` (and, for catalogs, also
-``surfbench.bench.importers.load_catalog``). A load may succeed; when it fails it must raise SuiteError,
-ConfigError or CatalogError (what ``surfbench.bench.cli.main`` prints as one line, exit 2) with a one-line,
+into a fresh folder and loaded in-process through ``surfbench.bench.suites.suite.load_suite`` (and, for catalogs, also
+``surfbench.bench.catalog.importers.load_catalog``). A load may succeed; when it fails it must raise SuiteError,
+ConfigError or CatalogError (what ``surfbench.bench.cli.cli.main`` prints as one line, exit 2) with a one-line,
 UTF-8-writable message that names a file of that folder. Mutations: a field set to a value of each
 wrong type, deleted, an unknown key added, deep nesting (5,000 levels), numbers of 5,000 digits,
 NaN and infinities, YAML dates, binary and recursive aliases, odd unicode (surrogates, line and
@@ -32,11 +32,11 @@ import yaml
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from surfbench.bench.catalog import CatalogError
-from surfbench.bench.config import ConfigError
-from surfbench.bench.importers import load_catalog
-from surfbench.bench.suite import SuiteError, load_suite
-from surfbench.bench.validation import has_lone_surrogate
+from surfbench.bench.base.config import ConfigError
+from surfbench.bench.base.validation import has_lone_surrogate
+from surfbench.bench.catalog.catalog import CatalogError
+from surfbench.bench.catalog.importers import load_catalog
+from surfbench.bench.suites.suite import SuiteError, load_suite
 from tests.conftest import ROOT
 
 NOTES = ROOT / "tasks" / "notes_mcp"

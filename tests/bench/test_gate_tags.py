@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.config import ConfigError
-from surfbench.bench.gate import judge
-from surfbench.bench.results import load_runs
+from surfbench.bench.base.config import ConfigError
+from surfbench.bench.report.gate import judge
+from surfbench.bench.store.results import load_runs
 from tests.conftest import ROOT
 
 RUN = ROOT / "results" / "reference" / "forge-dev-qwen0.5b"

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from surfbench.bench.results import load_runs
+from surfbench.bench.store.results import load_runs
 from tests.conftest import ROOT
 
 ORACLE = "provider: scripted\nscript_suite: {suite}\nparams_b: 0.0\nmode: native\n"
@@ -164,7 +164,7 @@ def test_the_stuck_stop_is_part_of_the_cell(configs: Path, tmp_path: Path):
 def test_a_prompt_cache_breakpoint_is_part_of_the_model_identity_and_its_absence_changes_nothing():
     from types import SimpleNamespace
 
-    from surfbench.bench.identity import MODEL_IDENTITY_FIELDS, model_identity
+    from surfbench.bench.store.identity import MODEL_IDENTITY_FIELDS, model_identity
 
     base = dict.fromkeys(MODEL_IDENTITY_FIELDS) | {"provider": "litellm", "model": "anthropic/x", "embedded": None}
     plain = model_identity(SimpleNamespace(**base), "native")

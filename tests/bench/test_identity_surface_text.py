@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.provenance import load_current
+from surfbench.bench.store.provenance import load_current
 from tests.conftest import ROOT
 
 ORACLE = "provider: scripted\nscript_suite: notes_mcp\nparams_b: 0.0\nmode: native\n"
@@ -24,7 +24,7 @@ PLUGIN_SURFACE = '''
 """A surface kept outside the repository: typed tools, a preamble, its own error text in a helper."""
 from pathlib import Path
 
-from surfbench.bench.surface import Dispatch, Session, Surface, ToolSpec, typed_tool
+from surfbench.bench.contracts.surface import Dispatch, Session, Surface, ToolSpec, typed_tool
 from noted_plugin._texts import NOT_SHOWN
 
 PREAMBLE = "Use the note tools; one call per step."
@@ -113,13 +113,13 @@ def test_an_edited_preamble_or_error_text_runs_the_cell_again_and_the_older_epis
 
 
 def _cell_id(suite: str, surface: str) -> str:
-    from surfbench.bench.runner import CellSpec, resolve_cell
+    from surfbench.bench.run.runner import CellSpec, resolve_cell
 
     return resolve_cell(CellSpec(suite, surface, MODEL, limit=1)).cell_id
 
 
 def _bash_tool(name: str = "bash") -> Any:
-    from surfbench.bench.surface import ToolSpec
+    from surfbench.bench.contracts.surface import ToolSpec
     from surfbench.surfaces._exec import bash_tool
 
     tool = bash_tool(name)
@@ -127,7 +127,7 @@ def _bash_tool(name: str = "bash") -> Any:
 
 
 def _typed_tool(op: Any) -> Any:
-    from surfbench.bench.surface import ToolSpec
+    from surfbench.bench.contracts.surface import ToolSpec
 
     return ToolSpec(op.name, f"{op.description} (typed)", op.parameters)
 
@@ -140,7 +140,7 @@ EDITS = [  # (suite, surface, module, attribute, the edited value): text that on
     ("forge", "core_dispatch", "surfbench.surfaces.listing", "one_line", lambda op: op.name),
     ("notes_mcp", "lazy", "surfbench.surfaces.lazy", "LOADER", "load_more_tools"),
     ("notes_mcp", "search", "surfbench.surfaces.search", "SEARCH", "find_tools"),
-    ("notes_mcp", "preselect", "surfbench.bench.surface", "typed_tool", _typed_tool),  # every candidate
+    ("notes_mcp", "preselect", "surfbench.bench.contracts.surface", "typed_tool", _typed_tool),  # every candidate
     ("notes_mcp", "full", "surfbench.surfaces.full", "typed_tool", _typed_tool),
     ("workspace", "unified", "surfbench.surfaces.unified", "DESCRIPTION", "Execute code in the workspace."),
     ("workspace", "bash", "surfbench.surfaces.bash", "bash_tool", _bash_tool),
@@ -161,7 +161,7 @@ def test_every_kind_keys_the_text_its_first_turn_shows(
 
 
 def test_preselect_is_keyed_by_its_whole_candidate_catalog():
-    from surfbench.bench.runner import CellSpec, resolve_cell
+    from surfbench.bench.run.runner import CellSpec, resolve_cell
 
     cell = resolve_cell(CellSpec("notes_mcp", "preselect", MODEL, limit=1))
     assert cell.surface.static_tools() == []  # nothing shown before a request selects
@@ -170,8 +170,8 @@ def test_preselect_is_keyed_by_its_whole_candidate_catalog():
 
 IDS = """
 import json, sys
-from surfbench.bench.runner import CellSpec, resolve_cell
-from surfbench.bench.identity import surface_code
+from surfbench.bench.run.runner import CellSpec, resolve_cell
+from surfbench.bench.store.identity import surface_code
 cells = [("notes_mcp", s) for s in ("full", "preselect", "lazy", "search", "dispatcher")]
 cells += [("forge", s) for s in ("code", "code_index", "code_search", "core_dispatch")]
 cells += [("workspace", s) for s in ("unified", "split", "four", "bash")]
@@ -194,13 +194,17 @@ def _ids(where: Path, seed: str, cwd: Path, cells: str = "all") -> dict[str, Any
 
 
 def test_the_code_version_covers_the_modules_a_surface_imports_and_holds_across_processes(tmp_path: Path):
-    from surfbench.bench.identity import surface_code
+    from surfbench.bench.store.identity import surface_code
     from surfbench.surfaces.code import CodeSurface
     from surfbench.surfaces.search import SearchSurface
 
     code = set(surface_code(CodeSurface))
     assert {"surfbench.surfaces.code", "surfbench.surfaces._code_calls", "surfbench.surfaces._sdk"} <= code
-    assert {"surfbench.surfaces._exec", "surfbench.surfaces/_code_runtime.py", "surfbench.bench.surface"} <= code
+    assert {
+        "surfbench.surfaces._exec",
+        "surfbench.surfaces/_code_runtime.py",
+        "surfbench.bench.contracts.surface",
+    } <= code
     assert "surfbench.surfaces.lazy" in surface_code(SearchSurface)  # its session is lazy's
 
     here, elsewhere = plugin(tmp_path / "here").parent, tmp_path / "elsewhere"

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.catalog import CatalogError
-from surfbench.bench.importers import load_catalog
+from surfbench.bench.catalog.catalog import CatalogError
+from surfbench.bench.catalog.importers import load_catalog
 from tests.conftest import EXAMPLE_MCP, FIXTURES
 
 CATS = FIXTURES / "catalogs"

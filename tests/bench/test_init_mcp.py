@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from surfbench.bench.cli import main as cli_main
+from surfbench.bench.cli.cli import main as cli_main
 from surfbench.bench.mcp.catalog import live_catalog
 from surfbench.bench.mcp.spec import from_command
-from surfbench.bench.results import load_runs
-from surfbench.bench.suite import load_suite
+from surfbench.bench.store.results import load_runs
+from surfbench.bench.suites.suite import load_suite
 from tests.bench.mcp_helpers import TINY, git_repo, processes_with, tiny
 from tests.conftest import ROOT
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.episode import run_episode, transcript_lines
+from surfbench.bench.base.taxonomy import CORE, check_declared
 from surfbench.bench.models.parsing import turn_from_output
 from surfbench.bench.models.scripted import ScriptedClient
 from surfbench.bench.models.types import ModelRequest, ModelTurn
-from surfbench.bench.results import RunStore, load_runs
-from surfbench.bench.rows import episode_rows
-from surfbench.bench.runner import CellSpec, resolve_cell
-from surfbench.bench.scorer import score_episode
-from surfbench.bench.taxonomy import CORE, check_declared
+from surfbench.bench.run.episode import run_episode, transcript_lines
+from surfbench.bench.run.rows import episode_rows
+from surfbench.bench.run.runner import CellSpec, resolve_cell
+from surfbench.bench.score.scorer import score_episode
+from surfbench.bench.store.results import RunStore, load_runs
 from tests.bench.malformed import Sample, corpus
 
 CORPUS = corpus()

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from surfbench.bench.matchers import example_args, match_object, match_value
+from surfbench.bench.suites.matchers import example_args, match_object, match_value
 
 
 def errs(matchers, actual):

@@ -11,8 +11,8 @@ import yaml
 
 from surfbench.bench.models import ModelPool
 from surfbench.bench.models.scripted import OracleClient, ScriptedClient, call_turn
-from surfbench.bench.results import RunStore, load_runs
-from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.store.results import RunStore, load_runs
 from tests.bench.mcp_helpers import TINY, processes_with
 
 FORGE_TASKS = 24
@@ -84,7 +84,7 @@ def test_a_server_that_dies_is_restarted_and_the_episode_retried(tmp_path: Path)
 
 @pytest.mark.parametrize("bad", [{"fixture": "nope"}, {"url": "http://x", "command": "y"}])
 def test_a_malformed_server_spec_names_the_suite_file(tmp_path: Path, bad: dict[str, Any]):
-    from surfbench.bench.suite import SuiteError, load_suite
+    from surfbench.bench.suites.suite import SuiteError, load_suite
 
     suite = tiny_suite(tmp_path / "suite", [{"id": "t", "turns": ["go"], "refuse": True}], **bad)
     with pytest.raises(SuiteError, match=r"suite\.yaml: .*mcp"):

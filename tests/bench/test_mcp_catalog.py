@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.cli import main
-from surfbench.bench.importers import load_catalog
+from surfbench.bench.catalog.importers import load_catalog
+from surfbench.bench.cli.cli import main
 from surfbench.bench.mcp.catalog import drift, live_catalog
 from surfbench.bench.mcp.spec import from_command
 from tests.bench.mcp_helpers import git_repo, processes_with, tiny
@@ -88,7 +88,7 @@ def test_drift_names_what_changed(tmp_path: Path):
 def test_a_suite_over_a_drifted_server_warns_and_names_the_change(tmp_path: Path, capsys):
     import yaml
 
-    from surfbench.bench.suite import load_suite
+    from surfbench.bench.suites.suite import load_suite
 
     doc = json.loads(live_catalog(from_command(tiny("ok"))).listing.raw)
     doc["result"]["tools"] = [t for t in doc["result"]["tools"] if t["name"] != "pid"]

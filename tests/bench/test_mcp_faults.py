@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.cli import main
+from surfbench.bench.cli.cli import main
 from tests.bench.mcp_helpers import TINY, processes_with, tiny
 
 

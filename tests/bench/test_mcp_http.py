@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.cli import main
+from surfbench.bench.cli.cli import main
 from surfbench.bench.mcp.catalog import live_catalog
 from surfbench.bench.mcp.spec import ServerSpec
 

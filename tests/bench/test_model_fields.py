@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.config import ConfigError
+from surfbench.bench.base.config import ConfigError
 from tests.conftest import ROOT
 
 # every field the overrides below change is in the file: Hydra refuses `model.x=` for a key it lacks
@@ -87,7 +87,7 @@ def test_good_values_run_and_are_recorded_with_their_type(configs: Path, tmp_pat
 def test_a_whole_number_temperature_is_the_same_cell_as_its_float(
     configs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from surfbench.bench.runner import CellSpec, resolve_cell
+    from surfbench.bench.run.runner import CellSpec, resolve_cell
 
     monkeypatch.setenv("SURFBENCH_CONFIGS", str(configs))
     spec = CellSpec("notes_mcp", "dispatcher", "oracle", limit=1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from surfbench.bench.multicall import multicall_rows
+from surfbench.bench.analysis.multicall import multicall_rows
 
 
 def frame(rows: list[tuple[str, str, str, int, int, bool]]) -> pd.DataFrame:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from surfbench.bench.runner import CellSpec, _first_prefix, episode_order, resolve_cell
+from surfbench.bench.run.runner import CellSpec, _first_prefix, episode_order, resolve_cell
 from tests.fixtures.openai_stub import OpenAIStub, chat_reply, run_surfbench, stub_model_config
 
 

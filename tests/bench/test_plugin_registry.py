@@ -1,4 +1,4 @@
-"""One registry (bench/plugins.py): surfaces, suites, checks and model providers found the same way.
+"""One registry (bench/contracts/plugins.py): surfaces, suites, checks and model providers found the same way.
 
 A plugin another package installs is an entry point in the group ``surfbench.<kind>``; here that package
 is a ``.dist-info`` folder with an ``entry_points.txt`` on ``sys.path``, as pip would leave it, so the
@@ -13,19 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench import plugins
-from surfbench.bench.checks import suite_checks
-from surfbench.bench.config import ConfigError
-from surfbench.bench.fields import SuiteError
+from surfbench.bench.base.config import ConfigError
+from surfbench.bench.contracts import plugins
 from surfbench.bench.models import ModelPool, model_config
 from surfbench.bench.models.providers import Provider
 from surfbench.bench.models.scripted import OracleClient, ScriptedClient
-from surfbench.bench.suite import load_suite
+from surfbench.bench.suites.checks import suite_checks
+from surfbench.bench.suites.fields import SuiteError
+from surfbench.bench.suites.suite import load_suite
 from tests.conftest import ROOT
 
 MODULE = "sbplug_registry_demo"
 PLUGIN = '''
-from surfbench.bench.checks import CheckResult
+from surfbench.bench.suites.checks import CheckResult
 from surfbench.bench.models.scripted import ScriptedClient
 
 
@@ -123,10 +123,10 @@ def test_a_typo_where_users_write_the_name_suggests_the_close_one():
     with pytest.raises(SuiteError) as suite:
         load_suite("notes_mpc")
     assert "unknown suite 'notes_mpc'; did you mean notes_mcp?" in str(suite.value), suite.value
-    from surfbench.bench.registry import UnknownSurface, surface_class
+    from surfbench.bench.contracts.registry import UnknownSurface, surface_class
 
     with pytest.raises(UnknownSurface, match="did you mean dispatcher"):
-        surface_class("dispatchr")  # surfbench.bench.registry's names still work, over the same registry
+        surface_class("dispatchr")  # surfbench.bench.contracts.registry's names still work, over the same registry
 
 
 def test_every_shipped_suite_is_listed_as_an_entry_point():
@@ -164,7 +164,7 @@ def test_a_user_suite_folder_is_found_through_the_registry(tmp_path: Path, monke
 
 
 def test_surfbench_plugins_lists_every_kind_with_its_source(capsys: pytest.CaptureFixture[str]):
-    from surfbench.bench.cli import main
+    from surfbench.bench.cli.cli import main
 
     assert main(["plugins"]) == 0
     out = capsys.readouterr().out

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.pool import DIRECTORY_PER_API, PoolError, build_pool
+from surfbench.bench.catalog.pool import DIRECTORY_PER_API, PoolError, build_pool
 
 
 def _api(title: str, count: int) -> dict:
@@ -81,8 +81,8 @@ def test_operations_whose_schema_is_not_valid_are_left_out_so_growth_never_break
     names = {op.name for op in pool.operations}
     assert {"dup_get_0", "dup_get_1"} <= names and "dup_post_0" not in names
 
-    from surfbench.bench.grow import grow_catalog
-    from surfbench.bench.suite import load_suite
+    from surfbench.bench.suites.grow import grow_catalog
+    from surfbench.bench.suites.suite import load_suite
 
     suite = load_suite("notes_mcp")
     grown = grow_catalog(suite.catalog, len(pool.operations) + len(suite.catalog), pool=pool.operations)

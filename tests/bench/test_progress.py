@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from surfbench.bench.progress import outcome, plain_progress
+from surfbench.bench.run.progress import outcome, plain_progress
 
 EPISODE = {
     "task_id": "hot-issue-get",
@@ -68,7 +68,7 @@ def test_the_plain_progress_line_has_no_ok_or_bad_marks():
 
 
 def test_the_report_command_prints_the_comparison_a_reader_reads_first():
-    from surfbench.bench.report import compact_table
+    from surfbench.bench.report.report import compact_table
 
     md = (
         "# surfbench report\n\n## Surfaces x models\n\n"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import surfbench
-from surfbench.bench.compose import compose_run
-from surfbench.bench.config import SHIPPED_CONFIGS, ConfigError
-from surfbench.bench.results import load_runs
+from surfbench.bench.base.config import SHIPPED_CONFIGS, ConfigError
+from surfbench.bench.cli.compose import compose_run
+from surfbench.bench.store.results import load_runs
 from tests.conftest import ROOT
 
 ORACLE = "provider: scripted\nscript_suite: notes_mcp\nparams_b: 0.0\nmode: native\n"

@@ -9,8 +9,8 @@ import pytest
 
 import surfbench
 from surfbench.bench.models.scripted import OracleClient
-from surfbench.bench.reader import RecordedCell
-from surfbench.bench.results import ResultsError, load_runs
+from surfbench.bench.store.reader import RecordedCell
+from surfbench.bench.store.results import ResultsError, load_runs
 from tests.conftest import FIXTURES
 
 FOLDER = FIXTURES / "alternatives"
@@ -18,10 +18,10 @@ FOLDER = FIXTURES / "alternatives"
 
 def run_into(root: Path, max_steps: int | None) -> None:
     """The fixture suite's four tasks on ``full`` (oracle) into ``root``, recorded in run.json as a run records them."""
+    from surfbench.bench.cli.scaffold import ORACLE_MODEL
     from surfbench.bench.models import ModelPool
-    from surfbench.bench.results import RunStore
-    from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
-    from surfbench.bench.scaffold import ORACLE_MODEL
+    from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.store.results import RunStore
 
     model = {**ORACLE_MODEL, "script_suite": str(FOLDER)}
     cell = resolve_cell(CellSpec(str(FOLDER), "full", "oracle", split="all", max_steps=max_steps), None, model)

@@ -10,22 +10,22 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from surfbench.bench import metrics
-from surfbench.bench.compare import Paired
-from surfbench.bench.evidence import check_episode_parts
-from surfbench.bench.gate import Criterion, _verdict, format_gate, judge
-from surfbench.bench.metrics import METRICS, summarize_cell
-from surfbench.bench.records import CallRecord, StepRecord
-from surfbench.bench.report import markdown
-from surfbench.bench.report_data import collect
-from surfbench.bench.schema import ROW_TYPES, SCHEMAS
-from surfbench.bench.tables import CallRow, CellSummary, EpisodeRow, StepRow, columns
+from surfbench.bench.analysis import metrics
+from surfbench.bench.analysis.compare import Paired
+from surfbench.bench.analysis.metrics import METRICS, summarize_cell
+from surfbench.bench.contracts.records import CallRecord, StepRecord
+from surfbench.bench.report.gate import Criterion, _verdict, format_gate, judge
+from surfbench.bench.report.report import markdown
+from surfbench.bench.report.report_data import collect
+from surfbench.bench.store.evidence import check_episode_parts
+from surfbench.bench.store.schema import ROW_TYPES, SCHEMAS
+from surfbench.bench.store.tables import CallRow, CellSummary, EpisodeRow, StepRow, columns
 from tests.conftest import ROOT
 
 REFERENCE = ROOT / "results" / "reference"
 
 # The tables' columns as runs are written: a change here breaks every existing run folder (and `surfbench
-# migrate`), so it must be deliberate. Records v2 (bench.records.RECORDS_VERSION) added expected_ops,
+# migrate`), so it must be deliberate. Records v2 (bench.contracts.records.RECORDS_VERSION) added expected_ops,
 # shown_count, operations_shown and hits at the ends: the runs in results/reference lack them (read as null).
 WRITTEN = {
     "episodes": "episode_key:string run:string suite:string task_id:string split:string tags:string surface:string "
@@ -80,8 +80,8 @@ def test_reference_runs_still_pass_the_evidence_checks(run: str):
 
 def test_a_fresh_runs_parts_are_written_with_the_declared_schemas(tmp_path: Path):
     from surfbench.bench.models.scripted import OracleClient
-    from surfbench.bench.results import TABLES, RunStore
-    from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.store.results import TABLES, RunStore
 
     store = RunStore(tmp_path / "run", commit_interval_s=0.0)
     store.prepare()
@@ -199,7 +199,7 @@ def test_flipping_help_size_direction_in_the_registry_flips_the_gate(monkeypatch
 def test_a_part_written_before_a_column_was_renamed_reads_under_the_new_name():
     import pyarrow as pa
 
-    from surfbench.bench.schema import conform
+    from surfbench.bench.store.schema import conform
 
     old = pa.table({"episode_key": ["k"], "peak_disk_bytes": [4096]})
     new = conform("episodes", old)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.cli import main as cli
+from surfbench.bench.cli.cli import main as cli
 from tests.bench.test_sweep import configs, surfbench  # noqa: F401  (fixture)
 from tests.conftest import ROOT
 
@@ -105,7 +105,7 @@ def test_html_report_renders_in_headless_chromium_without_console_errors(sweep: 
 def test_a_baseline_too_weak_to_show_a_drop_makes_the_gate_inconclusive():
     """On the committed 0.5b reference run, `full` gets 0% first-try accuracy on the hot operations:
     "at most 5 points below full" cannot fail there, so it must not pass either."""
-    from surfbench.bench.gate import judge
+    from surfbench.bench.report.gate import judge
 
     run = ROOT / "results" / "reference" / "forge-dev-qwen0.5b"
     result = judge(ROOT / "configs" / "gate" / "dsh.yaml", [run])

@@ -1,7 +1,7 @@
 """A run folder carries what its report needs: the report, the retrieval funnel and the gate read it alone.
 
 Steps record the operations they showed, meta calls the operations they returned with their ranks, episodes
-their expected operations, and the run its catalogs and help sizes (bench.recorded). So a report on a run
+their expected operations, and the run its catalogs and help sizes (bench.store.recorded). So a report on a run
 whose suite folder has since been deleted renders every section, with the same numbers.
 """
 
@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.config import ConfigError
+from surfbench.bench.base.config import ConfigError
 from surfbench.bench.models.scripted import OracleClient, call_turn, with_usage
 from surfbench.bench.models.types import ModelRequest, ModelTurn
-from surfbench.bench.results import RunStore, load_runs
-from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
-from surfbench.bench.suite import load_suite
+from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.store.results import RunStore, load_runs
+from surfbench.bench.suites.suite import load_suite
 from tests.conftest import ROOT
 
 SUITE = "copied"
@@ -64,9 +64,9 @@ def scripted_run(root: Path) -> Path:
 
 def rendered(run: Path, criteria: Path) -> tuple[str, str]:
     """The run's report (markdown, every section but the figures) and its gate decision, as text."""
-    from surfbench.bench.gate import format_gate, judge
-    from surfbench.bench.report import markdown
-    from surfbench.bench.report_data import collect
+    from surfbench.bench.report.gate import format_gate, judge
+    from surfbench.bench.report.report import markdown
+    from surfbench.bench.report.report_data import collect
 
     return markdown(collect([run]), {}), format_gate(judge(criteria, [run]))
 
@@ -90,8 +90,8 @@ def section(text: str, title: str) -> str:
 def test_a_report_on_a_run_whose_suite_was_deleted_renders_every_section_with_the_same_numbers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    from surfbench.bench.funnel import funnel_rows
-    from surfbench.bench.provenance import load_current
+    from surfbench.bench.analysis.funnel import funnel_rows
+    from surfbench.bench.store.provenance import load_current
 
     folder = copied_suite(tmp_path, monkeypatch)
     run = scripted_run(tmp_path / "run")

@@ -16,8 +16,8 @@ import pytest
 
 from surfbench.bench.models.scripted import OracleClient, call_turn, with_usage
 from surfbench.bench.models.types import ModelRequest, ModelTurn
-from surfbench.bench.report import html_page, markdown, write_report
-from surfbench.bench.report_data import collect
+from surfbench.bench.report.report import html_page, markdown, write_report
+from surfbench.bench.report.report_data import collect
 from tests.conftest import FIXTURES, ROOT
 
 FOLDER = FIXTURES / "alternatives"
@@ -66,10 +66,10 @@ class WrongFirstCreate:
 @pytest.fixture
 def scripted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The fixture suite on full (twice per task), preselect, and full over a catalog grown to 20 operations."""
+    from surfbench.bench.cli.scaffold import ORACLE_MODEL
     from surfbench.bench.models import ModelPool
-    from surfbench.bench.results import RunStore
-    from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
-    from surfbench.bench.scaffold import ORACLE_MODEL
+    from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.store.results import RunStore
 
     monkeypatch.setenv("SURFBENCH_SUITES", str(FIXTURES))  # the report finds the run's suite by its name
     model = {**ORACLE_MODEL, "script_suite": str(FOLDER)}

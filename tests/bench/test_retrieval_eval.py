@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.catalog import Catalog, Operation
-from surfbench.bench.retrieval import BM25, Hit, select_hits
-from surfbench.bench.retrieval_eval import (
+from surfbench.bench.analysis.retrieval_eval import (
     TaskRanking,
     evaluate,
     ndcg_at,
@@ -21,7 +19,9 @@ from surfbench.bench.retrieval_eval import (
     task_ranking,
     zero_shown_lines,
 )
-from surfbench.bench.suite_model import ExpectedCall, Task
+from surfbench.bench.catalog.catalog import Catalog, Operation
+from surfbench.bench.catalog.retrieval import BM25, Hit, select_hits
+from surfbench.bench.suites.suite_model import ExpectedCall, Task
 from tests.conftest import ROOT
 
 
@@ -73,7 +73,7 @@ def test_bm25_top_agrees_with_rank():
 
 
 def test_evaluate_counts_zero_shown_tasks():
-    from surfbench.bench.suite_model import Suite
+    from surfbench.bench.suites.suite_model import Suite
 
     catalog = Catalog("t", tuple(_ops()))
     tasks = [

@@ -17,16 +17,16 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.episode import LoopSettings, run_episode
 from surfbench.bench.models import ModelPool
 from surfbench.bench.models.scripted import ScriptedClient
-from surfbench.bench.results import RunStore, load_runs
-from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.run.episode import LoopSettings, run_episode
+from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
 from surfbench.bench.sandbox import Limits, Sandbox, bwrap_path
 from surfbench.bench.sandbox.memcap import memory_cap
-from surfbench.bench.scorer import score_episode
-from surfbench.bench.suite import load_suite
-from surfbench.bench.suite_model import ExpectedCall, Task
+from surfbench.bench.score.scorer import score_episode
+from surfbench.bench.store.results import RunStore, load_runs
+from surfbench.bench.suites.suite import load_suite
+from surfbench.bench.suites.suite_model import ExpectedCall, Task
 from surfbench.surfaces import build_surface
 from surfbench.surfaces.code import CodeSurface
 from tests.bench.test_secrets import API_BASE_PASSWORD, DB_PASSWORD, KEY, PLANTED_ENV, leaks_in

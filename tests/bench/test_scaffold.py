@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from surfbench.bench.cli import main as cli_main
-from surfbench.bench.config import group_names, read_group_config
-from surfbench.bench.results import load_runs
+from surfbench.bench.base.config import group_names, read_group_config
+from surfbench.bench.cli.cli import main as cli_main
+from surfbench.bench.store.results import load_runs
 from tests.conftest import FIXTURES, ROOT
 
 GITEA = FIXTURES / "gitea-1.15-swagger.json"

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.catalog import Catalog, Operation
-from surfbench.bench.grow import grow_catalog, grow_setting, grow_suite
-from surfbench.bench.limits import (
+from surfbench.bench.catalog.catalog import Catalog, Operation
+from surfbench.bench.catalog.limits import (
     NAME_PATTERN,
     ProviderLimits,
     name_map_for,
@@ -23,7 +22,8 @@ from surfbench.bench.limits import (
     safe_names,
     tool_problems,
 )
-from surfbench.bench.suite import load_suite
+from surfbench.bench.suites.grow import grow_catalog, grow_setting, grow_suite
+from surfbench.bench.suites.suite import load_suite
 from tests.conftest import ROOT
 
 PARAMS = {"type": "object", "properties": {"q": {"type": "string"}}}
@@ -31,7 +31,7 @@ PARAMS = {"type": "object", "properties": {"q": {"type": "string"}}}
 
 @pytest.fixture(scope="module")
 def pool() -> tuple[Operation, ...]:
-    from surfbench.bench.pool import load_pool
+    from surfbench.bench.catalog.pool import load_pool
 
     built = load_pool(progress=False)  # shipped Gitea + installed bfcl-eval; GitHub only when fetched
     assert built.sources["gitea"] > 250
@@ -98,7 +98,7 @@ def test_name_mapping_round_trips():
 
 
 def test_openapi_importer_maps_slash_names_reversibly(tmp_path: Path):
-    from surfbench.bench.importers import load_catalog
+    from surfbench.bench.catalog.importers import load_catalog
 
     doc = {
         "openapi": "3.0.0",
@@ -138,7 +138,7 @@ ORACLE = "provider: scripted\nscript_suite: forge\nparams_b: 0.0\nmode: native\n
 
 
 def test_run_records_does_not_fit_without_calling_the_model_and_grows_the_catalog(tmp_path: Path):
-    from surfbench.bench.results import load_runs
+    from surfbench.bench.store.results import load_runs
 
     configs = tmp_path / "configs"
     shutil.copytree(ROOT / "configs", configs)
@@ -167,8 +167,8 @@ def test_run_records_does_not_fit_without_calling_the_model_and_grows_the_catalo
     assert hashes == {grow_suite(load_suite("forge"), 150).catalog.content_hash}
 
     # the funnel: the scripted model never searches, so search showed nothing: counted and named
-    from surfbench.bench.funnel import funnel_rows
-    from surfbench.bench.provenance import load_current
+    from surfbench.bench.analysis.funnel import funnel_rows
+    from surfbench.bench.store.provenance import load_current
 
     view = load_current([tmp_path / "s"])
     rows = {r.surface: r for r in funnel_rows([tmp_path / "s"], view.frame, view.infos)}
@@ -198,7 +198,7 @@ def test_run_records_does_not_fit_without_calling_the_model_and_grows_the_catalo
 def test_scale_points_mark_cells_that_do_not_fit():
     import pandas as pd
 
-    from surfbench.bench.scale_figure import scale_points
+    from surfbench.bench.report.scale_figure import scale_points
 
     base = {"model": "m", "expected_calls": 1, "prompt_tokens_per_step": 100.0, "latency_s": 1.0}
     frame = pd.DataFrame(
@@ -213,7 +213,7 @@ def test_scale_points_mark_cells_that_do_not_fit():
     assert [(p.surface, p.operations, p.does_not_fit) for p in points] == [("full", 96, False), ("full", 4096, True)]
     assert points[0].first_try is not None and points[0].first_try[0] == 1.0
 
-    from surfbench.bench.scale_figure import scale_section
+    from surfbench.bench.report.scale_figure import scale_section
 
     (section,) = scale_section(points)
     text = section.markdown()
@@ -226,7 +226,7 @@ def test_scale_points_mark_cells_that_do_not_fit():
 def test_the_scale_figure_pairs_two_models_lines_of_a_surface_by_colour(tmp_path: Path, monkeypatch):
     import matplotlib.figure
 
-    from surfbench.bench.scale_figure import ScalePoint, draw_scale
+    from surfbench.bench.report.scale_figure import ScalePoint, draw_scale
 
     drawn: list[matplotlib.figure.Figure] = []
     save = matplotlib.figure.Figure.savefig
@@ -249,7 +249,7 @@ def test_the_scale_figure_pairs_two_models_lines_of_a_surface_by_colour(tmp_path
 
 
 def test_funnel_rows_of_a_surface_read_in_catalog_size_order():
-    from surfbench.bench.funnel import _funnel_order
+    from surfbench.bench.analysis.funnel import _funnel_order
 
     cells = [("search", "m", 96), ("preselect[grow=1024]", "m", 1024), ("preselect[grow=256]", "big", 256),
              ("preselect[grow=256]", "m", 256), ("preselect", "m", 96)]  # fmt: skip

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from surfbench.bench.fit import DOES_NOT_FIT_PREFIX
-from surfbench.bench.limits import ProviderLimits, predict_fit
-from surfbench.bench.scorer import is_context_overflow
+from surfbench.bench.catalog.limits import ProviderLimits, predict_fit
+from surfbench.bench.run.fit import DOES_NOT_FIT_PREFIX
+from surfbench.bench.score.scorer import is_context_overflow
 
 TINY = {"provider": "scripted", "script_suite": "forge", "params_b": 0.0, "mode": "native",
         "limits": {"context_window": 4000}}  # fmt: skip
@@ -19,8 +19,8 @@ TINY = {"provider": "scripted", "script_suite": "forge", "params_b": 0.0, "mode"
 
 def run_tiny(tmp_path: Path) -> Path:
     from surfbench.bench.models import ModelPool
-    from surfbench.bench.results import RunStore
-    from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.store.results import RunStore
 
     store = RunStore(tmp_path / "run", commit_interval_s=0.5)
     store.prepare()
@@ -39,10 +39,10 @@ def test_the_recorded_error_names_its_type():
 
 
 def test_does_not_fit_is_counted_as_such_not_as_a_harness_error(tmp_path: Path):
-    from surfbench.bench.metrics import format_summary, summarize_cell
-    from surfbench.bench.report import markdown
-    from surfbench.bench.report_data import CELL_HEAD, cell_table, collect
-    from surfbench.bench.results import load_runs
+    from surfbench.bench.analysis.metrics import format_summary, summarize_cell
+    from surfbench.bench.report.report import markdown
+    from surfbench.bench.report.report_data import CELL_HEAD, cell_table, collect
+    from surfbench.bench.store.results import load_runs
 
     run = run_tiny(tmp_path)
     frame = load_runs([run])
@@ -59,11 +59,11 @@ def test_does_not_fit_is_counted_as_such_not_as_a_harness_error(tmp_path: Path):
     text = format_summary(summary)  # the summary `surfbench run` prints
     assert "harness error" not in text and "does not fit           2" in text, text
 
-    from surfbench.bench.progress import outcome
+    from surfbench.bench.run.progress import outcome
 
     assert outcome(full.to_dict("records")[0]).startswith("failed (does not fit:")
 
-    from surfbench.bench.results import RunStore
+    from surfbench.bench.store.results import RunStore
 
     assert RunStore(run).errored_keys() == set()  # retry_errors=true would not run them again
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.limits import recorded_originals
+from surfbench.bench.catalog.limits import recorded_originals
 
 API = {
     "openapi": "3.0.0",
@@ -47,11 +47,11 @@ TASKS = """- id: get-a
 
 def run_slashy(tmp_path: Path, surfaces: tuple[str, ...] = ("full",)) -> tuple[Path, Path]:
     """The tiny suite run by the scripted oracle on ``surfaces``; (run folder, suites folder)."""
+    from surfbench.bench.cli.scaffold import ORACLE_MODEL
     from surfbench.bench.models import ModelPool
     from surfbench.bench.models.scripted import OracleClient
-    from surfbench.bench.results import RunStore
-    from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
-    from surfbench.bench.scaffold import ORACLE_MODEL
+    from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.store.results import RunStore
 
     folder = tmp_path / "suites" / "slashy"
     folder.mkdir(parents=True)
@@ -76,9 +76,9 @@ def run_slashy(tmp_path: Path, surfaces: tuple[str, ...] = ("full",)) -> tuple[P
 def test_report_shows_the_original_name_and_the_store_keeps_the_valid_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    from surfbench.bench.report import markdown
-    from surfbench.bench.report_data import collect, per_op_table
-    from surfbench.bench.results import load_runs
+    from surfbench.bench.report.report import markdown
+    from surfbench.bench.report.report_data import collect, per_op_table
+    from surfbench.bench.store.results import load_runs
 
     run, suites = run_slashy(tmp_path)
     monkeypatch.setenv("SURFBENCH_SUITES", str(suites))
@@ -103,7 +103,7 @@ def test_a_run_without_a_map_shows_names_as_they_are():
 
 
 def test_gate_names_the_largest_help_payload_by_its_original_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from surfbench.bench.gate import format_gate, judge
+    from surfbench.bench.report.gate import format_gate, judge
 
     run, suites = run_slashy(tmp_path, ("full", "dispatcher"))
     monkeypatch.setenv("SURFBENCH_SUITES", str(suites))

@@ -1,7 +1,7 @@
 """The static report's shortcuts at scale change no number it prints.
 
-The draft 7 meta-schema walk (bench/catalog.py) never calls a schema valid that jsonschema rejects,
-and the token totals kept on disk (bench/surface_report.py) are the counts themselves.
+The draft 7 meta-schema walk (bench/catalog/catalog.py) never calls a schema valid that jsonschema rejects,
+and the token totals kept on disk (bench/report/surface_report.py) are the counts themselves.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft7Validator
 
-from surfbench.bench.catalog import DRAFT7_KEYWORDS, _plain_draft7, schema_problem
-from surfbench.bench.suite import load_suite
+from surfbench.bench.catalog.catalog import DRAFT7_KEYWORDS, _plain_draft7, schema_problem
+from surfbench.bench.suites.suite import load_suite
 
 VALUES = [None, True, False, 0, -1, 1.5, 2.0, "x", "string", "strng", [], ["string"], ["string", "string"], ["a"],
           {}, {"type": "integer"}, [{}], [1], {"a": 1}]  # fmt: skip
@@ -59,10 +59,10 @@ def test_a_broken_schema_is_still_named():
 
 
 def test_token_totals_are_read_back_not_counted_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from surfbench.bench import surface_report
-    from surfbench.bench.config import SurfaceConfig
-    from surfbench.bench.surface_report import TokenTotals, surface_table
-    from surfbench.bench.wire import count_tokens
+    from surfbench.bench.base.config import SurfaceConfig
+    from surfbench.bench.catalog.wire import count_tokens
+    from surfbench.bench.report import surface_report
+    from surfbench.bench.report.surface_report import TokenTotals, surface_table
 
     monkeypatch.setenv("SURFBENCH_CACHE", str(tmp_path))
     catalog = load_suite("notes_mcp").catalog

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.episode import LoopSettings, run_episode
 from surfbench.bench.models.scripted import ScriptedClient
-from surfbench.bench.scorer import EpisodeScore, score_episode
-from surfbench.bench.suite import load_suite
+from surfbench.bench.run.episode import LoopSettings, run_episode
+from surfbench.bench.score.scorer import EpisodeScore, score_episode
+from surfbench.bench.suites.suite import load_suite
 from surfbench.surfaces import build_surface
 
 FORGE = load_suite("forge")

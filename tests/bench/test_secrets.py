@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from surfbench.bench import secrets
-from surfbench.bench.results import load_runs
+from surfbench.bench.base import secrets
+from surfbench.bench.store.results import load_runs
 from tests.conftest import ROOT
 from tests.fixtures.openai_stub import OpenAIStub, chat_reply, run_surfbench, stub_model_config, tool_call
 

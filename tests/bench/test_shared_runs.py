@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.claims import HOST, PIDNS, Claims, _proc_stat, retake_errored
-from surfbench.bench.results import RunStore, key_stem, load_runs
+from surfbench.bench.store.claims import HOST, PIDNS, Claims, _proc_stat, retake_errored
+from surfbench.bench.store.results import RunStore, key_stem, load_runs
 from tests.bench.test_sweep import ORACLE, surfbench
 from tests.conftest import ROOT
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.concurrency import EndpointGate, EndpointRing
-from surfbench.bench.config import ConfigError
+from surfbench.bench.base.concurrency import EndpointGate, EndpointRing
+from surfbench.bench.base.config import ConfigError
 from surfbench.bench.models import model_config
 from surfbench.bench.models.client import LiteLLMClient
 from surfbench.bench.models.server import ServerGroup, ServerSettings

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from surfbench.bench.compare import bootstrap_delta, mcnemar_exact
-from surfbench.bench.metrics import wilson
-from surfbench.bench.power import mde_paired, pairs_needed, pass_k, plan
+from surfbench.bench.analysis.compare import bootstrap_delta, mcnemar_exact
+from surfbench.bench.analysis.metrics import wilson
+from surfbench.bench.analysis.power import mde_paired, pairs_needed, pass_k, plan
 
 proportion = pytest.importorskip("statsmodels.stats.proportion")
 contingency = pytest.importorskip("statsmodels.stats.contingency_tables")
@@ -93,9 +93,9 @@ def test_pass_at_k_and_pass_hat_k_over_tasks():
 
 
 def test_a_threshold_below_the_mde_makes_the_gate_say_underpowered_with_the_n_needed():
-    from surfbench.bench.compare import Paired
-    from surfbench.bench.gate import Criterion, _verdict
-    from surfbench.bench.metrics import summarize_cell
+    from surfbench.bench.analysis.compare import Paired
+    from surfbench.bench.analysis.metrics import summarize_cell
+    from surfbench.bench.report.gate import Criterion, _verdict
 
     pair = Paired(
         candidate="dispatcher", baseline="full", model="m", pairs=20, only_baseline_ok=4, only_candidate_ok=3,

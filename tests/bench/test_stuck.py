@@ -10,19 +10,19 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.config import ConfigError
-from surfbench.bench.episode import LoopSettings, run_episode
-from surfbench.bench.metrics import summarize_cell
+from surfbench.bench.analysis.metrics import summarize_cell
+from surfbench.bench.analysis.replay import Suites
+from surfbench.bench.analysis.whatif import analyse_run, run_whatif, summary_row
+from surfbench.bench.base.config import ConfigError
 from surfbench.bench.models import ModelPool
 from surfbench.bench.models.scripted import OracleClient, ScriptedClient, call_turn, text_turn, with_usage
 from surfbench.bench.models.types import ModelRequest, ModelTurn
-from surfbench.bench.replay import Suites
-from surfbench.bench.results import RunStore, load_runs
-from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
-from surfbench.bench.scorer import score_episode
-from surfbench.bench.stuck import STUCK_REPEAT, scan, stop_setting
-from surfbench.bench.suite import load_suite
-from surfbench.bench.whatif import analyse_run, run_whatif, summary_row
+from surfbench.bench.run.episode import LoopSettings, run_episode
+from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.score.scorer import score_episode
+from surfbench.bench.score.stuck import STUCK_REPEAT, scan, stop_setting
+from surfbench.bench.store.results import RunStore, load_runs
+from surfbench.bench.suites.suite import load_suite
 from surfbench.surfaces import build_surface
 from tests.bench.test_scoring import CLOSE, FORGE
 from tests.bench.test_sweep import ORACLE, surfbench
@@ -198,7 +198,7 @@ def test_an_episode_whose_task_is_gone_is_skipped_with_the_reason(runs: tuple[Pa
     suite = load_suite("forge")
     gone = str(load_runs([off])["task_id"].iloc[0])
     edited = replace(suite, tasks=[t for t in suite.tasks if t.id != gone])
-    monkeypatch.setattr("surfbench.bench.replay.load_suite", lambda name: edited)
+    monkeypatch.setattr("surfbench.bench.analysis.replay.load_suite", lambda name: edited)
     text = run_whatif("stop_on_repeat=2", [off], summary_only=True)
     assert f"skipped 1 episode(s): suite 'forge' has no task {gone!r} any more" in text
     assert "11/11 episodes reproduce every recorded score" in text

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from surfbench.bench import suite_model
-from surfbench.bench.suite import SuiteError, load_suite
-from surfbench.bench.suite_model import AnswerCheck, ExpectedCall, StateCheck, SuiteFile, Task, yaml_keys
+from surfbench.bench.suites import suite_model
+from surfbench.bench.suites.suite import SuiteError, load_suite
+from surfbench.bench.suites.suite_model import AnswerCheck, ExpectedCall, StateCheck, SuiteFile, Task, yaml_keys
 from tests.conftest import ROOT
 
 CHECKS_PY = """

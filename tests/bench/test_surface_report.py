@@ -6,9 +6,9 @@ import subprocess
 
 import pytest
 
-from surfbench.bench.config import SurfaceConfig, surface_config
-from surfbench.bench.surface_report import surface_table
-from surfbench.bench.wire import count_tokens
+from surfbench.bench.base.config import SurfaceConfig, surface_config
+from surfbench.bench.catalog.wire import count_tokens
+from surfbench.bench.report.surface_report import surface_table
 from tests.conftest import EXAMPLE_MCP
 
 

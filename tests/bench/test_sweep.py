@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.results import load_runs
+from surfbench.bench.store.results import load_runs
 from tests.conftest import ROOT
 
 ORACLE = """

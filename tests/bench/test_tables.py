@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from surfbench.bench.models.scripted import OracleClient
-from surfbench.bench.results import TABLES, RunStore
-from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
-from surfbench.bench.schema import SchemaError, table_from_rows
+from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.store.results import TABLES, RunStore
+from surfbench.bench.store.schema import SchemaError, table_from_rows
 from tests.conftest import ROOT
 
 duckdb = pytest.importorskip("duckdb")

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from surfbench.bench.base.taxonomy import CORE, DESCRIPTIONS, ErrorType, UndeclaredErrorType
 from surfbench.bench.models.scripted import ScriptedClient, call_turn
-from surfbench.bench.results import RunStore
-from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
-from surfbench.bench.suite import SuiteError, load_suite
-from surfbench.bench.taxonomy import CORE, DESCRIPTIONS, ErrorType, UndeclaredErrorType
+from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.store.results import RunStore
+from surfbench.bench.suites.suite import SuiteError, load_suite
 from tests.conftest import ROOT
 
 

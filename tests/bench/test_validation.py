@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from surfbench.bench.validation import closest, validate_args
+from surfbench.bench.base.validation import closest, validate_args
 
 SCHEMA = {
     "type": "object",

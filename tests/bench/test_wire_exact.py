@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.importers import load_catalog
-from surfbench.bench.limits import NAME_PATTERN, name_map_for, original_names
+from surfbench.bench.catalog.importers import load_catalog
+from surfbench.bench.catalog.limits import NAME_PATTERN, name_map_for, original_names
 from tests.conftest import FIXTURES, ROOT
 
 CATS = FIXTURES / "catalogs"
@@ -32,7 +32,7 @@ def full_bytes(path: Path) -> int:
         [
             sys.executable,
             "-m",
-            "surfbench.bench.cli",
+            "surfbench.bench.cli.cli",
             "surfaces",
             "--catalog",
             str(path),

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from surfbench.bench.contracts.surface import ToolSpec
 from surfbench.bench.models.client import LiteLLMClient
 from surfbench.bench.models.local import DEFAULT_MODEL, model_path
 from surfbench.bench.models.server import LocalServer, ServerSettings
 from surfbench.bench.models.types import ModelRequest
-from surfbench.bench.surface import ToolSpec
 from tests.e2e.conftest import require_local_model
 
 pytestmark = pytest.mark.e2e
@@ -53,8 +53,8 @@ def test_tool_call_parsed_from_real_model(server: LocalServer, mode: str):
 def test_a_second_user_turn_after_an_empty_answer_is_accepted_by_the_real_template(server: LocalServer, mode: str):
     """Multi-turn tasks send the previous answer back; an empty one once reached llama.cpp without a
     content field and its chat template failed (HTTP 500) on every later request of the episode."""
-    from surfbench.bench.episode import _assistant_message
     from surfbench.bench.models.types import ModelTurn
+    from surfbench.bench.run.episode import _assistant_message
 
     client = LiteLLMClient("openai/e2e-qwen", api_base=server.api_base, api_key="sk-local", is_local=True, retries=0)
     request = ModelRequest(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.results import load_runs
+from surfbench.bench.store.results import load_runs
 from tests.conftest import ROOT
 from tests.e2e.conftest import require_local_model
 from tests.e2e.test_signals import servers_of

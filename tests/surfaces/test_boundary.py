@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from surfbench.bench.config import group_names, surface_config
-from surfbench.bench.suite import load_suite
-from surfbench.bench.surface import ToolCall
+from surfbench.bench.base.config import group_names, surface_config
+from surfbench.bench.contracts.surface import ToolCall
+from surfbench.bench.suites.suite import load_suite
 from surfbench.surfaces import build_surface, surface_class
 
 

@@ -18,20 +18,20 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.catalog import Catalog, Operation
-from surfbench.bench.episode import LoopSettings, run_episode
-from surfbench.bench.matchers import example_args
+from surfbench.bench.catalog.catalog import Catalog, Operation
+from surfbench.bench.contracts.program import Executed
+from surfbench.bench.contracts.surface import Dispatch, ToolCall
 from surfbench.bench.models import ModelPool
 from surfbench.bench.models.scripted import ScriptedClient, call_turn, text_turn, with_usage
 from surfbench.bench.models.types import ModelRequest, ModelTurn
-from surfbench.bench.program import Executed
-from surfbench.bench.results import RunStore, load_runs
-from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.run.episode import LoopSettings, run_episode
+from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
 from surfbench.bench.sandbox.box import bwrap_path
-from surfbench.bench.scorer import score_episode
-from surfbench.bench.suite import load_suite
-from surfbench.bench.suite_model import ExpectedCall, Task
-from surfbench.bench.surface import Dispatch, ToolCall
+from surfbench.bench.score.scorer import score_episode
+from surfbench.bench.store.results import RunStore, load_runs
+from surfbench.bench.suites.matchers import example_args
+from surfbench.bench.suites.suite import load_suite
+from surfbench.bench.suites.suite_model import ExpectedCall, Task
 from surfbench.surfaces import build_surface
 from surfbench.surfaces._code_calls import Program
 from surfbench.surfaces._sdk import SdkNames, render_module, signature, stub

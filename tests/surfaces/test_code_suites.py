@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.matchers import example_args
 from surfbench.bench.models import ModelPool
 from surfbench.bench.models.scripted import call_turn, text_turn, with_usage
 from surfbench.bench.models.types import ModelRequest, ModelTurn
-from surfbench.bench.results import RunStore, load_runs
-from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
 from surfbench.bench.sandbox.box import bwrap_path
-from surfbench.bench.suite import load_suite
-from surfbench.bench.suite_model import Task
+from surfbench.bench.store.results import RunStore, load_runs
+from surfbench.bench.suites.matchers import example_args
+from surfbench.bench.suites.suite import load_suite
+from surfbench.bench.suites.suite_model import Task
 
 pytestmark = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap (bwrap) is not installed")
 
@@ -88,9 +88,9 @@ class SearchingOracle(SuiteCodeOracle):
 
 
 def test_the_funnel_reads_what_search_api_returned_inside_the_program(tmp_path: Path):
-    from surfbench.bench.funnel import funnel_rows
-    from surfbench.bench.provenance import load_current
-    from surfbench.bench.retrieval_eval import expected_ops
+    from surfbench.bench.analysis.funnel import funnel_rows
+    from surfbench.bench.analysis.retrieval_eval import expected_ops
+    from surfbench.bench.store.provenance import load_current
     from surfbench.surfaces import build_surface
 
     suite = load_suite("notes_mcp")

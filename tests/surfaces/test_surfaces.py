@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from surfbench.bench.catalog import Catalog, Operation
-from surfbench.bench.surface import ToolCall
+from surfbench.bench.catalog.catalog import Catalog, Operation
+from surfbench.bench.contracts.surface import ToolCall
 from surfbench.surfaces import build_surface, surface_class
 
 

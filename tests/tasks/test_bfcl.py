@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.config import ConfigError
+from surfbench.bench.base.config import ConfigError
 from surfbench.bench.models import ModelPool
 from surfbench.bench.models.scripted import OracleClient, ScriptedClient, call_turn
-from surfbench.bench.results import RunStore, load_runs
-from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
-from surfbench.bench.suite import SuiteError, load_suite
+from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.store.results import RunStore, load_runs
+from surfbench.bench.suites.suite import SuiteError, load_suite
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("bfcl_eval") is None,
@@ -101,7 +101,7 @@ def test_each_task_gets_its_own_functions_under_any_surface(tmp_path: Path):
 
 
 def test_multi_turn_backend_calls_only_the_entrys_documented_methods():
-    from surfbench.bench.backend import ToolError
+    from surfbench.bench.contracts.backend import ToolError
     from surfbench.tasks.bfcl.multi_turn import SCENARIOS, MultiTurnBackend, parse_call
 
     suite = load_suite("bfcl:multi_turn_base")
@@ -160,8 +160,8 @@ def test_unknown_category_and_bad_data_folder_are_clear_errors(monkeypatch, tmp_
 
 
 def test_bfcl_runs_through_the_same_report_and_gate(tmp_path: Path):
-    from surfbench.bench.gate import judge
-    from surfbench.bench.report import write_report
+    from surfbench.bench.report.gate import judge
+    from surfbench.bench.report.report import write_report
 
     store = RunStore(tmp_path / "run", commit_interval_s=0.5)
     store.prepare()

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.episode import LoopSettings, run_episode
-from surfbench.bench.matchers import example_args
 from surfbench.bench.models.scripted import ScriptedClient, call_turn, text_turn
-from surfbench.bench.scorer import score_episode
-from surfbench.bench.suite import Task, load_suite
+from surfbench.bench.run.episode import LoopSettings, run_episode
+from surfbench.bench.score.scorer import score_episode
+from surfbench.bench.suites.matchers import example_args
+from surfbench.bench.suites.suite import Task, load_suite
 from surfbench.surfaces import build_surface
 
 SUITE = load_suite("forge")

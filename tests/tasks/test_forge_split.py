@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.config import surface_config
-from surfbench.bench.suite import load_suite
-from surfbench.bench.surface_report import measure_surface
+from surfbench.bench.base.config import surface_config
+from surfbench.bench.report.surface_report import measure_surface
+from surfbench.bench.suites.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 FORGE = ROOT / "tasks" / "forge"

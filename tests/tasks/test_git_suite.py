@@ -14,16 +14,16 @@ from typing import Any
 import pytest
 import yaml
 
-from surfbench.bench.episode import LoopSettings, run_episode
-from surfbench.bench.matchers import example_args
 from surfbench.bench.mcp.catalog import Workdir
 from surfbench.bench.mcp.spec import McpError, from_mapping
 from surfbench.bench.models import ModelPool
 from surfbench.bench.models.scripted import OracleClient, ScriptedClient, call_turn, text_turn
-from surfbench.bench.results import RunStore, load_runs
-from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
-from surfbench.bench.scorer import score_episode
-from surfbench.bench.suite import SuiteError, Task, load_suite
+from surfbench.bench.run.episode import LoopSettings, run_episode
+from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.score.scorer import score_episode
+from surfbench.bench.store.results import RunStore, load_runs
+from surfbench.bench.suites.matchers import example_args
+from surfbench.bench.suites.suite import SuiteError, Task, load_suite
 from surfbench.surfaces import build_surface
 from tests.bench.mcp_helpers import processes_with
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.episode import LoopSettings, run_episode
 from surfbench.bench.models.scripted import ScriptedClient
+from surfbench.bench.run.episode import LoopSettings, run_episode
 from surfbench.bench.sandbox.box import (
     MB,
     Limits,
@@ -24,8 +24,8 @@ from surfbench.bench.sandbox.box import (
     detect_memory_cap,
     memory_cap,
 )
-from surfbench.bench.scorer import score_episode
-from surfbench.bench.suite import load_suite
+from surfbench.bench.score.scorer import score_episode
+from surfbench.bench.suites.suite import load_suite
 from surfbench.surfaces import build_surface
 from surfbench.tasks.workspace.backend import WorkspaceBackend
 

@@ -9,9 +9,9 @@ import pytest
 
 from surfbench.bench.models import ModelPool
 from surfbench.bench.models.scripted import OracleClient
-from surfbench.bench.results import RunStore, load_runs
-from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
-from surfbench.bench.suite import load_suite, suite_names
+from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.store.results import RunStore, load_runs
+from surfbench.bench.suites.suite import load_suite, suite_names
 
 
 @pytest.mark.parametrize("suite", suite_names())

@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 import yaml
 
-from surfbench.bench.episode import LoopSettings, run_episode
 from surfbench.bench.models import ModelPool
 from surfbench.bench.models.scripted import ScriptedClient, call_turn, text_turn, with_usage
 from surfbench.bench.models.types import ModelRequest, ModelTurn
-from surfbench.bench.results import RunStore, load_runs
-from surfbench.bench.runner import CellSpec, resolve_cell, run_cell
+from surfbench.bench.run.episode import LoopSettings, run_episode
+from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
 from surfbench.bench.sandbox.box import Limits, bwrap_path
-from surfbench.bench.scorer import score_episode
-from surfbench.bench.suite import Task, load_suite
+from surfbench.bench.score.scorer import score_episode
+from surfbench.bench.store.results import RunStore, load_runs
+from surfbench.bench.suites.suite import Task, load_suite
 from surfbench.surfaces import build_surface
 from surfbench.tasks.workspace.backend import FILES, WorkspaceBackend, tool_usage
 
@@ -260,8 +260,8 @@ def test_workspace_surfaces_refuse_other_catalogs_with_a_clear_error():
 
 
 def test_workspace_runs_through_the_same_report_and_gate(tmp_path: Path):
-    from surfbench.bench.gate import judge
-    from surfbench.bench.report import write_report
+    from surfbench.bench.report.gate import judge
+    from surfbench.bench.report.report import write_report
 
     store = RunStore(tmp_path / "run", commit_interval_s=0.5)
     store.prepare()
@@ -280,7 +280,7 @@ def test_workspace_runs_through_the_same_report_and_gate(tmp_path: Path):
 
 
 def test_success_drop_is_judged_with_its_paired_interval(tmp_path: Path):
-    from surfbench.bench.gate import judge
+    from surfbench.bench.report.gate import judge
 
     store = RunStore(tmp_path / "run", commit_interval_s=0.5)
     store.prepare()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any, NamedTuple
 
-from surfbench.bench.backend import OperationBackend, ToolError
+from surfbench.bench.contracts.backend import OperationBackend, ToolError
 from surfbench.tasks.forge.ops.common import NOW, found, next_id, short_sha
 from surfbench.tasks.forge.scenario import SCENARIOS
 

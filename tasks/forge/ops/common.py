@@ -10,7 +10,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
-from surfbench.bench.backend import ToolError
+from surfbench.bench.contracts.backend import ToolError
 
 HOT = 70.0 / 15  # weight of each of the 15 hot operations
 COLD = 30.0 / 81  # weight of each of the other 81

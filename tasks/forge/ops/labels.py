@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from surfbench.bench.backend import ToolError, operation
+from surfbench.bench.contracts.backend import ToolError, operation
 from surfbench.tasks.forge.ops.base import ForgeBase
 from surfbench.tasks.forge.ops.common import COLD, IssueState, OpenOrClosed, found, in_state, set_given
 

@@ -1,0 +1,239 @@
+"""Aggregate episode rows into the per-cell numbers reports show, and the registry of those metrics.
+
+Each metric declares its label, how it prints and whether higher is better (:data:`METRICS`); the
+report, the gate and whatif read these, so that nothing downstream hard-codes a direction (the
+lm-evaluation-harness lesson).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from surfbench.bench.score.scorer import does_not_fit, is_context_overflow
+from surfbench.bench.store.tables import CellSummary
+
+MetricKind = Literal["pct", "num", "count", "usd"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One number reports and gates show: what it is, how it prints, and which way is better."""
+
+    name: str
+    """The CellSummary field (for per-cell metrics) and the name criteria and tables refer to it by."""
+    label: str
+    """Short column label (report and whatif tables, gate lines)."""
+    higher_is_better: bool | None
+    """None where there is no better direction (latency is lower-better; counts of episodes are neutral)."""
+    description: str
+    kind: MetricKind = "num"
+    """How values print: ``pct`` (a share, as 42%), ``num`` (1 decimal, thousands separated), ``count`` (as is)."""
+    per_cell: bool = True
+    """Aggregated per cell by :func:`summarize_cell`; False for a property of the surface (help payload size)."""
+
+    def format(self, value: Any) -> str:
+        """``value`` as reports print this metric ("-" when missing)."""
+        if self.kind == "count":
+            return "-" if _missing(value) else str(value)
+        if self.kind == "usd":  # cents and fractions of them: four decimals
+            return "-" if _missing(value) else f"${float(value):,.4f}"
+        return fmt(value, "pct" if self.kind == "pct" else "")
+
+    def _direction(self) -> bool:
+        if self.higher_is_better is None:
+            raise ValueError(f"metric {self.name!r} has no better direction: no criterion can judge it")
+        return self.higher_is_better
+
+    def worsening(self, change: float) -> float:
+        """How much worse a change (candidate minus baseline) makes this metric: positive is worse."""
+        return -change if self._direction() else change
+
+    def worse_ratio(self, candidate: float, baseline: float) -> float:
+        """Candidate over baseline, oriented so that above 1 is worse (baseline over candidate if higher is better)."""
+        return baseline / candidate if self._direction() else candidate / baseline
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("episodes", "episodes", None, "episodes in the cell", "count"),
+        Metric("success_rate", "success", True, "share of episodes whose checks all hold", "pct"),
+        Metric("first_try_accuracy", "first-try args", True, "micro-average over expected calls", "pct"),
+        Metric("selection_accuracy", "selection", True, "first canonical call names the expected first op", "pct"),
+        Metric("round_trips", "round trips", False, "model calls per episode"),
+        Metric("overhead_round_trips", "overhead RT", False, "model calls with only meta calls, per episode"),
+        Metric("prompt_tokens_per_step", "prompt tok/step", False, "provider-reported prompt tokens per model call"),
+        Metric("request_bytes_per_step", "request B/step", False, "JSON request body bytes per model call"),
+        Metric("recovered_after_error", "recovered", True, "operations recovered after a failed first call", "count"),
+        Metric("boundary_violations", "boundary viol.", False, "calls to tools not exposed, per episode"),
+        Metric("protocol_violations", "protocol viol.", False, "operations called before loading, per episode"),
+        Metric("parse_failures", "parse fail.", False, "unparseable tool calls, per episode"),
+        Metric("stable_prefix_rate", "stable prefix", True, "share of episodes with an unchanged tool block", "pct"),
+        Metric("latency_s", "latency s/ep", False, "model time per episode, seconds"),
+        Metric(
+            "stuck_rate", "stuck", False, "share of episodes that sent the same failing output 3 times in a row", "pct"
+        ),
+        Metric("cached_share", "cached", True, "cached prompt tokens / prompt tokens, where reported", "pct"),
+        Metric("cost_per_episode", "$/episode", False, "model cost per episode (LiteLLM's local price map)", "usd"),
+        Metric("cost_per_solved", "$/solved", False, "model cost of the cell over its solved episodes", "usd"),
+        Metric(
+            "help_bytes", "help B", False, "largest help payload of the surface, UTF-8 bytes", "count", per_cell=False
+        ),
+    )
+}
+"""The metric registry: report tables, gate criteria and whatif read names, labels, formats and directions here."""
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval for a proportion."""
+    if n == 0:
+        return (math.nan, math.nan)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _mean(values: Iterable[Any]) -> float | None:
+    clean = [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return sum(clean) / len(clean) if clean else None
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or str(value) == "<NA>"
+
+
+def summarize_cell(rows: list[Mapping[str, Any]]) -> CellSummary:
+    """The cell's aggregate numbers from its episode rows (dicts or DataFrame records)."""
+    expected = sum(int(r["expected_calls"]) for r in rows)
+    correct = sum(int(r["first_try_correct"]) for r in rows)
+    low, high = wilson(correct, expected)
+    selections = [r["selection_correct"] for r in rows if r.get("selection_correct") is not None]
+    sel = [bool(x) for x in selections if not (isinstance(x, float) and math.isnan(x))]
+    return CellSummary(
+        episodes=len(rows),
+        success_rate=_mean(1.0 if r["success"] else 0.0 for r in rows),
+        first_try_accuracy=correct / expected if expected else None,
+        first_try_ci_low=low if expected else None,
+        first_try_ci_high=high if expected else None,
+        expected_calls=expected,
+        selection_accuracy=sum(sel) / len(sel) if sel else None,
+        round_trips=_mean(r["round_trips"] for r in rows),
+        overhead_round_trips=_mean(r["overhead_round_trips"] for r in rows),
+        prompt_tokens_per_step=_mean(r["prompt_tokens_per_step"] for r in rows),
+        request_bytes_per_step=_mean(r["request_bytes_per_step"] for r in rows),
+        recovered_after_error=sum(int(r["recovered_after_error"]) for r in rows),
+        failed_first_tries=sum(int(r["failed_first_tries"]) for r in rows),
+        boundary_violations=_mean(r["boundary_violations"] for r in rows),
+        protocol_violations=_mean(r["protocol_violations"] for r in rows),
+        parse_failures=_mean(r["parse_failures"] for r in rows),
+        stable_prefix_rate=_mean(1.0 if r["stable_prefix"] else 0.0 for r in rows),
+        latency_s=_mean(r["latency_s"] for r in rows),
+        # runs recorded before stuck detection have no such column: unknown, not 0
+        stuck_rate=_mean(None if _missing(r.get("stuck")) else float(bool(r["stuck"])) for r in rows),
+        harness_errors=sum(1 for r in rows if r.get("error") and not is_context_overflow(r.get("error"))),
+        context_overflows=sum(
+            1 for r in rows if is_context_overflow(r.get("error")) and not does_not_fit(r.get("error"))
+        ),
+        does_not_fit=sum(1 for r in rows if does_not_fit(r.get("error"))),
+        **_cost_fields(rows),
+    )
+
+
+def _cost_fields(rows: list[Mapping[str, Any]]) -> dict[str, float | None]:
+    cost = summarize_cost(rows)
+    return {"cached_share": cost.cached_share, "cost_per_episode": cost.cost_per_episode,
+            "cost_per_solved": cost.cost_per_solved}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CostSummary:
+    """A cell's prompt-cache share and model cost (the ``cached_share`` / ``cost_*`` metrics)."""
+
+    cached_share: float | None
+    """Cached prompt tokens over prompt tokens, over the episodes whose provider reports cached tokens."""
+    cost_per_episode: float | None
+    """Mean model cost (USD) per episode."""
+    cost_per_solved: float | None
+    """Total model cost over the solved episodes; None when none was solved."""
+    cost_total: float
+    """Model cost of the cell (USD)."""
+
+
+def summarize_cost(rows: list[Mapping[str, Any]]) -> CostSummary:
+    """Cached share and cost per episode / per solved episode, from episode rows."""
+    reported = [r for r in rows if not _missing(r.get("cached_prompt_tokens_total"))]
+    prompt = sum(int(r["prompt_tokens_total"] or 0) for r in reported if not _missing(r.get("prompt_tokens_total")))
+    cached = sum(int(r["cached_prompt_tokens_total"]) for r in reported)
+    total = sum(float(r.get("cost_usd") or 0.0) for r in rows)
+    solved = sum(1 for r in rows if r.get("success") and not _missing(r.get("success")))
+    return CostSummary(
+        cached_share=cached / prompt if prompt else None,
+        cost_per_episode=total / len(rows) if rows else None,
+        cost_per_solved=total / solved if solved else None,
+        cost_total=total,
+    )
+
+
+def per_operation(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
+    """First-try (correct, attempts) per operation, from the episodes' ``first_tries`` column."""
+    out: dict[str, list[int]] = {}
+    for r in rows:
+        tries = r["first_tries"]
+        for ft in json.loads(tries) if isinstance(tries, str) else tries:
+            slot = out.setdefault(ft["op"], [0, 0])
+            slot[0] += 1 if ft["correct"] else 0
+            slot[1] += 1
+    return {op: (c, n) for op, (c, n) in out.items()}
+
+
+def fmt(value: Any, kind: str = "") -> str:
+    """A number as reports print it: ``pct`` a share as 42%; else 1 decimal (none from 1,000), "-" if missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if kind == "pct":
+        return f"{100 * value:.0f}%"
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def show(summary: CellSummary, name: str) -> str:
+    """Metric ``name`` of ``summary`` in the metric's own format."""
+    return METRICS[name].format(summary.metric(name))
+
+
+def format_summary(summary: CellSummary) -> str:
+    """The cell's numbers as ``surfbench run`` prints them after a sweep."""
+    ci = ""
+    if summary.first_try_ci_low is not None:
+        ci = f" [{fmt(summary.first_try_ci_low, 'pct')}, {fmt(summary.first_try_ci_high, 'pct')}]"
+    lines = [
+        f"episodes               {show(summary, 'episodes')}",
+        f"success                {show(summary, 'success_rate')}",
+        f"first-try arg accuracy {show(summary, 'first_try_accuracy')}{ci} over {summary.expected_calls} calls",
+        f"tool selection         {show(summary, 'selection_accuracy')}",
+        f"round trips / episode  {show(summary, 'round_trips')} (overhead {show(summary, 'overhead_round_trips')})",
+        f"prompt tokens / step   {show(summary, 'prompt_tokens_per_step')}",
+        f"request bytes / step   {show(summary, 'request_bytes_per_step')}",
+        f"recovered after error  {show(summary, 'recovered_after_error')} of {summary.failed_first_tries}",
+        f"boundary violations    {show(summary, 'boundary_violations')} / episode",
+        f"protocol violations    {show(summary, 'protocol_violations')} / episode",
+        f"parse failures         {show(summary, 'parse_failures')} / episode",
+        f"stable prefix          {show(summary, 'stable_prefix_rate')}",
+        f"model latency          {show(summary, 'latency_s')} s / episode",
+    ]
+    if summary.stuck_rate is not None:
+        lines.append(f"stuck                  {show(summary, 'stuck_rate')} of episodes (same failing call 3x)")
+    if summary.context_overflows:
+        lines.append(f"context overflows      {summary.context_overflows} (the conversation outgrew the model)")
+    if summary.does_not_fit:
+        lines.append(f"does not fit           {summary.does_not_fit} (first request over the context window: not sent)")
+    if summary.harness_errors:
+        lines.append(f"harness errors         {summary.harness_errors}")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Data files of the distractor pool (bench.catalog.pool): real API descriptions shipped with their licences."""

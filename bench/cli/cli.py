@@ -1,0 +1,372 @@
+"""The ``surfbench`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn, TypeVar
+
+from surfbench.bench.base.config import ConfigError, group_names, surface_config
+from surfbench.bench.base.secrets import redact
+from surfbench.bench.catalog.catalog import CatalogError
+from surfbench.bench.catalog.embedding import EmbeddingModelMissing
+from surfbench.bench.catalog.wire import TokenizerUnavailable
+from surfbench.bench.cli.mcp import add_commands as add_mcp_commands
+from surfbench.bench.cli.mcp import add_server_options, surface_catalog
+from surfbench.bench.cli.scaffold_mcp import add_commands as add_suite_commands
+from surfbench.bench.cli.scale_cli import add_scale_commands
+from surfbench.bench.contracts.plugins import add_commands as add_plugin_commands
+
+EXIT_USAGE = 2
+DEBUG_ENV = "SURFBENCH_DEBUG"
+"""Set to 1: an error also prints its traceback (the message stays one line, the exit code 2)."""
+
+T = TypeVar("T")
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
+class UnreadableRun(UsageError):
+    """A report or gate failed while reading its runs with an error nothing named: the runs are named here."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one line (no usage block), exit code 2, like every other input error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be 1 or more")
+    return value
+
+
+def _reading_runs(command: str, runs: Sequence[str], work: Callable[[], T]) -> T:
+    """Run ``work`` (a report or gate over ``runs``); an unexpected exception becomes one line naming the runs.
+
+    Errors that already name their file (criteria, run.json, a foreign part, duplicate keys) pass
+    through. Anything else (a pyarrow error on a damaged part, a TypeError on a column of the wrong
+    type) must not end as a traceback, nor, for the gate, as exit code 1 read as "revise".
+    KeyboardInterrupt is not an Exception and passes through.
+    """
+    try:
+        return work()
+    except _named_errors():
+        raise
+    except Exception as exc:
+        why = " ".join(str(exc).split()) or "no message"
+        raise UnreadableRun(
+            f"{command} over {', '.join(runs)} failed: {type(exc).__name__}: {why} (a damaged or foreign file in "
+            f"the run folder? {DEBUG_ENV}=1 prints the traceback)"
+        ) from exc
+
+
+def _surfaces(args: argparse.Namespace) -> int:
+    from surfbench.bench.contracts.registry import surface_class
+    from surfbench.bench.report.surface_report import format_table, surface_table, write_rows
+
+    started = time.perf_counter()
+    catalog = surface_catalog(args)  # a file, or a live MCP server (--mcp / --mcp-url)
+    shown, skipped = _default_surfaces()
+    if args.surface:  # repeatable and comma-separated: --surface code,code_index --surface full
+        args.surface = [n.strip() for value in args.surface for n in value.split(",") if n.strip()]
+    if args.surface == ["all"]:
+        names, skipped = shown + skipped, []
+    elif args.surface:
+        names, skipped = args.surface, []
+    else:
+        names = shown
+    configs = [surface_config(n) for n in names]
+    if not args.surface or args.surface == ["all"]:  # named explicitly: let its own error speak
+        other = [c.name for c in configs if not surface_class(c.kind).applies_to(catalog)]
+        configs = [c for c in configs if c.name not in other]
+    else:
+        other = []
+    rows = surface_table(catalog, configs, budget=args.budget)
+    print(format_table(rows, catalog, budget=args.budget))
+    if other:
+        print(f"not for this catalog: {', '.join(other)} (they need operations it lacks; see each surface's module)")
+    if skipped:
+        print(
+            f"not shown: {', '.join(skipped)} (embedding retrieval: the first run on a catalog embeds every "
+            "operation, about 10 ms each on 2 cores; add --surface all, or --surface NAME)"
+        )
+    if args.out:
+        write_rows(rows, Path(args.out))
+        print(f"wrote {args.out}")
+    print(f"({time.perf_counter() - started:.2f} s)", file=sys.stderr)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from surfbench.bench.cli.sweep import main as sweep_main
+
+    return sweep_main(args.overrides)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from surfbench.bench.report.report import compact_table, write_report
+
+    runs = [Path(r) for r in args.runs]
+    out = Path(args.out) if args.out else runs[0] / "report"
+    md, page = _reading_runs(
+        "report", args.runs, lambda: write_report(runs, out, baseline=args.baseline, keep_newest=args.keep_newest)
+    )
+    table = compact_table(Path(md).read_text(encoding="utf-8"))
+    if table:
+        print(table, end="\n\n")
+    print(f"wrote {md} and {page}")
+    return 0
+
+
+def _gate(args: argparse.Namespace) -> int:
+    from surfbench.bench.report.gate import format_gate, judge
+
+    result = _reading_runs(
+        "gate",
+        args.runs,
+        lambda: judge(Path(args.criteria), [Path(r) for r in args.runs], keep_newest=args.keep_newest),
+    )
+    text = format_gate(result)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    return result.exit_code
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from surfbench.bench.analysis.power import plan
+
+    print(plan(args.baseline, args.drop, args.paired_discordance).text())
+    return 0
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from surfbench.bench.store.provenance import read_run_info
+    from surfbench.bench.store.results import migrate_run
+
+    for run in args.runs:
+        read_run_info(Path(run))  # a run folder, or one clear error
+        print(f"{run}: {migrate_run(Path(run))} part file(s) rewritten in today's table schemas")
+    return 0
+
+
+def _prune(args: argparse.Namespace) -> int:
+    from surfbench.bench.store.provenance import prune
+
+    for run in args.runs:
+        removed = prune(Path(run))
+        print(f"{run}: removed {removed} episode(s) of an older cell identity")
+    return 0
+
+
+def _compact(args: argparse.Namespace) -> int:
+    from surfbench.bench.store.compact import compact
+
+    for run in args.runs:
+        print(compact(Path(run)).line())
+    return 0
+
+
+def _whatif(args: argparse.Namespace) -> int:
+    from surfbench.bench.analysis.whatif import main as whatif_main
+
+    return whatif_main(args.setting, args.runs, out=args.out, summary_only=args.summary_only)
+
+
+def _models(args: argparse.Namespace) -> int:
+    from surfbench.bench.models.local import EMBEDDED, is_pulled, model_path, pull
+
+    if args.action == "pull":
+        if not args.name:
+            raise UsageError("surfbench models pull NAME (see `surfbench models`)")
+        for name in args.name:
+            path = pull(name, log=lambda m: print(m, file=sys.stderr))
+            print(path)
+        return 0
+    print(f"{'name':<30} {'params':>7} {'size':>14}  {'sha256':<18} pulled")
+    for m in EMBEDDED.values():
+        mark = f"yes ({model_path(m.name)})" if is_pulled(m.name) else "no"
+        print(f"{m.name:<30} {m.params_b:>6}B {m.size:>14,}  {m.sha256[:16]}… {mark}")
+    return 0
+
+
+def _cache(args: argparse.Namespace) -> int:
+    from surfbench.bench.models.cache import ResponseCache
+
+    cache = ResponseCache()
+    if args.action == "clear":
+        print(f"removed {cache.clear()} cached responses from {cache.root}")
+    else:
+        print(f"{cache.size()} cached responses in {cache.root}")
+    return 0
+
+
+def _default_surfaces() -> tuple[list[str], list[str]]:
+    """Every surface config, ``full`` first; those that need an embedding model are split off.
+
+    The default table stays fast on any catalog (no model forward pass); the embedding variants are
+    one flag away and named under the table, never silently dropped.
+    """
+    names = sorted(group_names("surface"), key=lambda n: (n != "full", n))
+    needs_model = [n for n in names if surface_config(n).params.get("retriever") == "embedding"]
+    return [n for n in names if n not in needs_model], needs_model
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="surfbench", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("surfaces", help="static surface report: tools, wire bytes, tokens, help sizes")
+    p.add_argument(
+        "--catalog",
+        default=None,
+        help="catalog file (OpenAI/Anthropic/MCP/OpenAPI/BFCL/native) or module:attr",
+    )
+    p.add_argument("--format", default=None, help="catalog format when it cannot be guessed")
+    p.add_argument("--name", default=None, help="catalog name (dispatcher tool names derive from it)")
+    p.add_argument(
+        "--surface",
+        action="append",
+        metavar="NAME",
+        help="surface config from configs/surface/ (repeatable or comma-separated; 'all' for every config; "
+        "default: all but the embedding-retrieval ones, which are named under the table)",
+    )
+    add_server_options(p)  # --mcp COMMAND / --mcp-url URL instead of --catalog (bench/cli/mcp.py)
+    p.add_argument("--out", default=None, help="also write the rows to FILE.csv or FILE.json")
+    p.add_argument("--budget", type=_positive_int, default=1536, help="help payload budget in bytes (default 1536)")
+    p.set_defaults(func=_surfaces)
+
+    p = sub.add_parser(
+        "run",
+        help="run one cell, or a sweep with -m: suite=... surface=... model=... [split=dev limit=N repeats=N ...]",
+        prefix_chars="\0",  # every argument (-m, --cfg job, key=value) belongs to Hydra
+    )
+    p.add_argument("overrides", nargs="*", help="Hydra overrides: key=value, -m for a sweep, +sweep=NAME presets")
+    p.set_defaults(func=_run)
+
+    p = sub.add_parser("report", help="markdown + self-contained HTML report over one or more runs")
+    p.add_argument("runs", nargs="+", help="run folders (results/<run>)")
+    p.add_argument("--out", default=None, help="output folder (default: <first run>/report)")
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="surface to compare against; must be in the runs (default: full, when the runs have it)",
+    )
+    p.add_argument("--keep-newest", action="store_true", help="count the newest row of a duplicated episode key")
+    p.set_defaults(func=_report)
+
+    p = sub.add_parser("gate", help="ship / revise / close per candidate surface; exit 0 / 1 / 2")
+    p.add_argument("--criteria", required=True, help="criteria file, e.g. configs/gate/dsh.yaml")
+    p.add_argument("runs", nargs="+", help="run folders")
+    p.add_argument("--out", default=None, help="also write the decision table to this file")
+    p.add_argument("--keep-newest", action="store_true", help="count the newest row of a duplicated episode key")
+    p.set_defaults(func=_gate)
+
+    p = sub.add_parser("plan", help="tasks x repeats a paired comparison needs to detect a given drop")
+    p.add_argument("--baseline", type=float, required=True, help="baseline success or accuracy, e.g. 0.6")
+    p.add_argument("--drop", type=float, required=True, help="the drop to detect, e.g. 0.05")
+    p.add_argument(
+        "--paired-discordance",
+        type=float,
+        default=None,
+        help="share of tasks where exactly one surface succeeds (from an earlier run's report); "
+        "default: as if the surfaces' outcomes were independent (conservative)",
+    )
+    p.set_defaults(func=_plan)
+
+    p = sub.add_parser("migrate", help="rewrite an older run's parquet parts in today's table schemas")
+    p.add_argument("runs", nargs="+", help="run folders")
+    p.set_defaults(func=_migrate)
+
+    p = sub.add_parser("prune", help="delete a run's episodes of an older cell identity (edited task or config)")
+    p.add_argument("runs", nargs="+", help="run folders")
+    p.set_defaults(func=_prune)
+
+    p = sub.add_parser("compact", help="rewrite finished runs as one part per table, their transcripts packed")
+    p.add_argument("runs", nargs="+", help="run folders")
+    p.set_defaults(func=_compact)
+
+    p = sub.add_parser("whatif", help="effect of stop_on_repeat=K on recorded runs, without a model")
+    p.add_argument("setting", help="stop_on_repeat=K, or stop_on_repeat=K1,K2,... for several")
+    p.add_argument("runs", nargs="+", help="run folders")
+    p.add_argument("--out", default=None, help="also write the markdown to this file")
+    p.add_argument("--summary-only", action="store_true", help="only the self-check and the summary table")
+    p.set_defaults(func=_whatif)
+
+    p = sub.add_parser("models", help="list embedded local models, or pull one: surfbench models pull NAME")
+    p.add_argument("action", nargs="?", choices=["list", "pull"], default="list")
+    p.add_argument("name", nargs="*")
+    p.set_defaults(func=_models)
+
+    p = sub.add_parser("cache", help="response cache: surfbench cache [info|clear]")
+    p.add_argument("action", nargs="?", choices=["info", "clear"], default="info")
+    p.set_defaults(func=_cache)
+    add_suite_commands(sub)  # init, check (their command line: bench/cli/scaffold_mcp.py)
+    add_scale_commands(sub)  # retrieval, pool (bench/cli/scale_cli.py)
+    add_mcp_commands(sub)  # catalog dump (bench/cli/mcp.py)
+    add_plugin_commands(sub)  # plugins: every registered name (bench/contracts/plugins.py)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or one error line (2), already printed
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        return int(args.func(args))
+    except (CatalogError, ConfigError, UsageError, EmbeddingModelMissing, TokenizerUnavailable) as exc:
+        return _error(exc)
+    except _runtime_errors() as exc:
+        return _error(exc)
+    except ValueError as exc:  # surface parameter errors and the like: still the user's input
+        return _error(exc)
+    except KeyboardInterrupt:
+        print("surfbench: interrupted; finished episodes are saved, re-run the same command to resume", file=sys.stderr)
+        return 130
+    except BaseException as exc:
+        from surfbench.bench.models.server import Terminated
+
+        if isinstance(exc, Terminated):
+            print("surfbench: terminated; finished episodes are saved", file=sys.stderr)
+            return 143
+        raise
+
+
+def _error(exc: BaseException) -> int:
+    """One line on stderr, exit code 2; with SURFBENCH_DEBUG=1 the traceback first (a bug stays findable)."""
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        print(redact(traceback.format_exc()), file=sys.stderr, end="")
+    print(f"surfbench: error: {redact(str(exc))}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _named_errors() -> tuple[type[BaseException], ...]:
+    """Errors whose message already names the file or field at fault (printed as they are)."""
+    return (CatalogError, ConfigError, UsageError, *_runtime_errors())
+
+
+def _runtime_errors() -> tuple[type[BaseException], ...]:
+    from surfbench.bench.models import ModelError, ModelUnavailable, ServerError
+    from surfbench.bench.store.results import ResultsError
+
+    return (ModelError, ModelUnavailable, ServerError, ResultsError)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

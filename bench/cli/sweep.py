@@ -1,0 +1,285 @@
+"""``surfbench run``: one cell or a sweep over cells, composed with Hydra's compose API.
+
+Hydra composes ``configs/config.yaml`` with the groups ``suite``, ``surface``, ``model`` (and ``sweep``
+presets) through ``hydra.initialize_config_dir`` and ``compose`` (bench/cli/compose.py); ``-m`` expands the
+cartesian product of the sweep overrides as Hydra's basic sweeper does and runs the cells in this process,
+one after another, sharing each model server (:func:`run_cells`, also what :func:`surfbench.run` does).
+Another launcher (``hydra/launcher=joblib``: worker processes, each with its own servers on free ports; Ray
+and submitit: see docs/sweeps-and-gates.md), another sweeper, and Hydra's own flags (``--cfg``, ``--help``,
+``--info``) go through Hydra's entry (``_run_hydra``, given the arguments as a list, no ``sys.argv`` swap):
+each job it launches is :func:`_hydra_job`. Every cell writes into the same run folder; a re-run resumes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from surfbench.bench.base.secrets import redact
+from surfbench.bench.cli.compose import Composed, compose_run, launch_lines, unknown_config_message
+from surfbench.bench.cli.session import mark_failure, model_pool, run_name_problem, session
+
+if TYPE_CHECKING:
+    from surfbench.bench.store.tables import CellSummary
+
+
+def _options(node: Any) -> dict[str, Any]:
+    """``backend_options`` as Hydra composed it: a mapping of option names, or an error naming it."""
+    from omegaconf import OmegaConf
+
+    from surfbench.bench.base.config import ConfigError
+
+    value = OmegaConf.to_container(node, resolve=True) if node is not None and OmegaConf.is_config(node) else node
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"backend_options={value!r}: must be a mapping, e.g. +backend_options.disk_quota_mb=512")
+    return {str(k): v for k, v in value.items()}
+
+
+@dataclass(frozen=True)
+class CellRun:
+    """One cell of a run, run: where its episodes are, how many this call ran, its summary (as printed)."""
+
+    label: str
+    """``suite/surface/model`` with the labels that tell overridden cells apart (``Cell.label``)."""
+    cell_id: str
+    """The hash of everything that can change an episode of the cell (run.json's ``cell_id``)."""
+    suite: str
+    surface: str
+    model: str
+    folder: Path
+    """The run folder (``results_dir/run``)."""
+    episodes: int
+    """The cell's episodes in the folder: its tasks x repeats once every one has run."""
+    new_episodes: int
+    """Episodes this call ran (0: every one was already in the folder, the run resumed)."""
+    summary: CellSummary
+
+
+def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> CellRun:
+    """Run the cell one composed config describes; return it with its summary (what ``surfbench run`` prints)."""
+    from surfbench.bench.analysis.metrics import format_summary, summarize_cell
+    from surfbench.bench.run.overrides import run_settings
+    from surfbench.bench.run.progress import make_progress
+    from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.store.results import RunStore, environment_info, load_runs, safe_name
+    from surfbench.bench.suites.grow import grow_fields
+
+    # every top-level override checked strictly (limit=1.5, no_cache=maybe, +foo=1 are errors naming
+    # the override), before the pool, the store or run.json exist
+    settings = run_settings(cfg)
+    spec = CellSpec(
+        suite=str(cfg.suite.get("name") or choices["suite"]) if cfg.get("suite") else choices["suite"],
+        surface=choices["surface"],
+        model=choices["model"],
+        split=settings.split,
+        tasks=settings.tasks,
+        limit=settings.limit,
+        repeats=settings.repeats,
+        mode=settings.mode,
+        max_steps=settings.max_steps,
+        order=settings.order,
+        episode_retries=settings.episode_retries,
+        retry_errors=settings.retry_errors,
+        stop_on_repeat=settings.stop_on_repeat,
+        backend_options=_options(cfg.get("backend_options")),
+        **grow_fields(cfg.get("catalog")),
+        concurrency=settings.concurrency,
+    )
+
+    from omegaconf import OmegaConf
+
+    def group(key: str) -> dict[str, Any] | None:
+        node = cfg.get(key)
+        return OmegaConf.to_container(node, resolve=True) if node is not None else None  # type: ignore[return-value]
+
+    cell = resolve_cell(spec, group("surface"), group("model"))
+    default_run = (
+        f"sweep-{spec.suite}-{spec.split}" if multirun else f"{spec.suite}-{spec.split}-{spec.surface}-{spec.model}"
+    )
+    run_name = settings.run or safe_name(default_run)
+    pool = model_pool(settings.no_cache)
+    pool.client(cell.model_cfg)  # weights pulled, API key set: fail before anything is written
+    store = RunStore(Path(str(cfg.results_dir)) / run_name, commit_interval_s=COMMIT_INTERVAL_S)
+    store.prepare()
+    store.write_run_info(
+        {
+            **environment_info(),
+            "catalog_hashes": {spec.suite: cell.suite.catalog.content_hash},
+            "cells": [{**vars(spec), "tasks": list(spec.tasks), **cell.provenance()}],
+        }
+    )
+    print(
+        f"run {run_name}: {cell.label()} ({cell.mode}), {len(cell.tasks)} task(s) x {spec.repeats}",
+        file=sys.stderr,
+    )
+    new = run_cell(cell, pool, store, run_name, progress=make_progress(settings.progress))
+    frame = load_runs([store.root])
+    keys = {cell.episode_key(t, r) for t in cell.tasks for r in range(spec.repeats)}
+    mine = frame[frame["episode_key"].isin(keys)]  # this cell's identity and today's tasks, nothing older
+    summary = summarize_cell(mine.to_dict("records"))
+    print(f"{cell.label()} ({cell.mode}), {len(cell.tasks)} tasks, results in {store.root}")
+    print(format_summary(summary))
+    if summary.get("harness_errors"):
+        print(
+            f"surfbench: {summary['harness_errors']} episode(s) of {cell.label()} ended in a harness error "
+            "(see the error column); "
+            "once the cause is fixed, the same command with retry_errors=true runs them again",
+            file=sys.stderr,
+        )
+    return CellRun(
+        label=cell.label(),
+        cell_id=cell.cell_id,
+        suite=cell.suite.name,
+        surface=cell.surface_cfg.name,
+        model=cell.model_cfg.name,
+        folder=store.root,
+        episodes=len(mine),
+        new_episodes=len(new),
+        summary=summary,
+    )
+
+
+def main(args: Sequence[str]) -> int:
+    """Entry point of ``surfbench run``; returns the exit code (0 ok, 2 bad input or failed cells).
+
+    A refused run (a bad override, an unknown option, a ``run`` name leaving ``results_dir``) prints
+    its error, redacted, and leaves nothing under ``results_dir``: Hydra's own folders go to a private
+    temporary folder that is deleted at the end (``hydra:`` in configs/config.yaml).
+    """
+    from hydra.errors import HydraException
+
+    from surfbench.bench.base.config import ConfigError
+    from surfbench.bench.models.server import install_signal_handlers
+
+    full_error = os.environ.get("HYDRA_FULL_ERROR")
+    flags = [a for a in args if a.startswith("-")]
+    multirun = any(f in ("-m", "--multirun") for f in flags)
+    try:
+        with session(args) as where:
+            install_signal_handlers()
+            composed = None
+            if all(f in ("-m", "--multirun") for f in flags):  # --cfg, --help, --info ...: Hydra's own
+                composed = compose_run(where.config_dir, [a for a in args if not a.startswith("-")], multirun)
+            if composed is None or composed.driver is not None:
+                _hydra_main(where.config_dir, args)  # another launcher or sweeper drives the cells
+            else:
+                run_cells(composed)
+            failed = where.failures()
+    except SystemExit as exc:  # --help, or an argument Hydra's command line refuses
+        code = exc.code if isinstance(exc.code, int) else 1
+        return 0 if code == 0 else 2
+    except ConfigError as exc:  # results_dir, run or SURFBENCH_CONFIGS refused before Hydra starts
+        print(f"surfbench: error: {redact(str(exc))}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # Hydra's own errors: before any cell, so nothing was written
+        unknown = unknown_config_message(exc)
+        if unknown is not None:  # suite=/surface=/model=NAME naming no config: one line, not Hydra's list
+            print(f"surfbench: error: {redact(unknown)}", file=sys.stderr)
+            return 2
+        cause = exc.__cause__
+        detail = f"\n{cause}" if isinstance(exc, HydraException) and cause is not None else ""
+        print(f"surfbench: error: {redact(f'{exc}{detail}')}", file=sys.stderr)
+        if full_error or not isinstance(exc, HydraException):
+            print(redact(traceback.format_exc()), file=sys.stderr)
+        return 2
+    if len(failed) > 1:
+        print(f"surfbench: {len(failed)} cells failed:\n  " + "\n  ".join(failed), file=sys.stderr)
+    return 2 if failed else 0
+
+
+def run_cells(composed: Composed) -> list[CellRun]:
+    """Run every composed cell in this process, one after another (Hydra's basic launcher); return those that ran.
+
+    A failing cell is reported and leaves a failure marker (bench/cli/session.py); the other cells go on.
+    """
+    from hydra.core.hydra_config import HydraConfig
+
+    if composed.multirun:  # what Hydra's basic launcher logs, redacted
+        print("\n".join(redact(line) for line in launch_lines(composed.cells)), flush=True)
+    done = []
+    for cell in composed.cells:
+        HydraConfig.instance().set_config(cell.config)  # ${hydra:...} resolves as under @hydra.main
+        result = run_guarded(cell.task(), cell.choices, composed.multirun)
+        if result is not None:
+            done.append(result)
+    return done
+
+
+def run_guarded(cfg: Any, choices: dict[str, str], multirun: bool) -> CellRun | None:
+    """:func:`run_job`, its error printed as one line (a traceback too for a bug) and marked; None if it failed."""
+    from surfbench.bench.base.config import ConfigError
+
+    try:
+        # the composed value too: a sweep preset (+sweep=...) or an interpolation can set it
+        problem = run_name_problem(cfg.get("run"))
+        if problem:
+            raise ConfigError(problem)
+        return run_job(cfg, choices, multirun)
+    except Exception as exc:  # one failing cell is reported; the other cells of a sweep go on
+        label = f"{choices.get('suite')}/{choices.get('surface')}/{choices.get('model')}"
+        message = redact(f"{label}: {exc}")
+        mark_failure(message)
+        print(f"surfbench: error in cell {message}", file=sys.stderr)
+        if not _user_error(exc):
+            print(redact(traceback.format_exc()), file=sys.stderr)
+        return None
+
+
+def _hydra_main(config_dir: Path, args: Sequence[str]) -> None:
+    """Hydra's own entry, given ``args`` as a list: another launcher or sweeper, ``--cfg``, ``--help``, ``--info``."""
+    from hydra import version
+    from hydra._internal.utils import _run_hydra, get_args_parser
+
+    version.setbase("1.3")  # what @hydra.main(version_base="1.3") sets
+    parser = get_args_parser()
+    parser.prog = "surfbench run"
+    parsed = parser.parse_args(list(args))
+    full_error = os.environ.get("HYDRA_FULL_ERROR")
+    # Hydra prints its own errors (an unknown option, a bad override) with the override in them, which
+    # may hold a password: set, it raises them instead, and bench/cli/sweep.py's main prints them, redacted.
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        _run_hydra(
+            args=parsed,
+            args_parser=parser,
+            task_function=_hydra_job,
+            config_path=str(config_dir.resolve()),
+            config_name="config",
+        )
+    finally:
+        if full_error is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = full_error
+
+
+def _hydra_job(cfg: Any) -> CellRun | None:
+    """One job Hydra launched: in this process, or in a worker process of joblib, Ray or submitit."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from surfbench.bench.base.secrets import register_overrides
+
+    hc = HydraConfig.get()
+    register_overrides(hc.overrides.task)  # a joblib or Ray worker process knows only its job's
+    choices = {k: str(v) for k, v in hc.runtime.choices.items() if v is not None}
+    return run_guarded(cfg, choices, hc.mode == RunMode.MULTIRUN)
+
+
+COMMIT_INTERVAL_S = 0.5  # quick episodes (scripted, cached) are committed in groups at most this old
+
+
+def _user_error(exc: Exception) -> bool:
+    from surfbench.bench.base.config import ConfigError
+    from surfbench.bench.catalog.catalog import CatalogError
+    from surfbench.bench.models import ModelError, ModelUnavailable, ServerError
+    from surfbench.bench.store.results import ResultsError
+
+    return isinstance(exc, CatalogError | ConfigError | ModelError | ModelUnavailable | ServerError | ResultsError)

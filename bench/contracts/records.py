@@ -1,0 +1,136 @@
+"""What an episode leaves behind: one record per model call (step) and per tool call.
+
+The episode loop fills these; the scorer reads them; the results store writes them as table rows
+(:mod:`surfbench.bench.store.tables`). Every field carries its one-line doc in ``field(metadata=doc(...))``,
+so that the table schemas (:mod:`surfbench.bench.store.schema`) and their documentation come from one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from surfbench.bench.base.taxonomy import ErrorType
+
+DOC = "doc"
+"""The field-metadata key of a column's one-line description."""
+
+RECORDS_VERSION = 2
+"""Bumped when what a run records changes (run.json keeps it per cell, ``records_version``). 2: steps record the
+operations shown, calls the operations a meta call returned (``hits``), episodes their expected operations, and
+the run its catalogs and help sizes (bench.store.recorded), so that readers never reload a suite. Cells without it
+(version 1) are read the old way, from today's suites (marked as the legacy path where it happens)."""
+
+
+def doc(text: str) -> dict[str, str]:
+    """Field metadata holding a column's one-line description: ``field(metadata=doc("..."))``."""
+    return {DOC: text}
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One tool call the model made, and where it went."""
+
+    step: int = field(metadata=doc("Index of the model call (0-based) that made this tool call."))
+    index: int = field(metadata=doc("Position of the call within its step."))
+    tool: str = field(metadata=doc("The surface tool the model called."))
+    arguments: Any = field(metadata=doc("Arguments as the model sent them (for a dispatcher: the operation's args)."))
+    kind: str = field(
+        metadata=doc(
+            "``operation`` (reached the backend), ``meta`` (help/load/search), ``rejected`` or ``parse_error``."
+        )
+    )
+    operation: str | None = field(default=None, metadata=doc("Canonical operation named by the call, after routing."))
+    meta: str | None = field(default=None, metadata=doc("``help``, ``load`` or ``search`` for meta calls."))
+    error_type: str | None = field(
+        default=None,
+        metadata=doc(
+            "Why the surface rejected it (bench.base.taxonomy: a core type, or one its suite or surface declares)."
+        ),
+    )
+    schema_valid: bool | None = field(
+        default=None, metadata=doc("Whether the arguments pass the operation's own schema (calls naming an operation).")
+    )
+    backend_ok: bool | None = field(
+        default=None, metadata=doc("For calls that reached the backend: did the operation succeed.")
+    )
+    result: str = field(default="", metadata=doc("What went back to the model (truncated)."))
+    hits: list[dict[str, Any]] | None = field(
+        default=None,
+        metadata=doc(
+            "For a meta call that returned operations (search, load, search_api, describe): [{op, rank, score}], "
+            "best first (rank from 1; score None where nothing ranked them); None otherwise or before records v2."
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One model call."""
+
+    step: int = field(metadata=doc("Index of this model call in the episode (0-based)."))
+    request_bytes: int = field(metadata=doc("UTF-8 length of the JSON request body."))
+    request_bytes_source: str = field(
+        metadata=doc("``wire`` (measured on the HTTP request) or ``estimated`` (compact JSON of the body).")
+    )
+    prompt_tokens: int | None = field(metadata=doc("Prompt tokens as reported by the provider."))
+    prompt_tokens_est: int = field(metadata=doc("tiktoken o200k_base estimate on the rendered request."))
+    cached_prompt_tokens: int | None = field(
+        metadata=doc("Prompt tokens served from the provider's cache, where it reports them.")
+    )
+    completion_tokens: int | None = field(metadata=doc("Completion tokens as reported by the provider."))
+    latency_s: float = field(
+        metadata=doc("Wall time of the model call, seconds (the original call's for a cache hit).")
+    )
+    tools_shown: int = field(metadata=doc("Tools in the request's tool block this step."))
+    tool_block_bytes: int = field(metadata=doc("Tool-block wire bytes this step (dsh method)."))
+    prefix_hash: str = field(metadata=doc("Hash of system text + tool block (equal across steps = stable prefix)."))
+    tool_calls: int = field(metadata=doc("Tool calls the model made in this step."))
+    overhead: bool = field(
+        metadata=doc("All of this step's tool calls were meta calls (no canonical operation named).")
+    )
+    parse_format: str | None = field(
+        metadata=doc("Text format the lenient parser found calls in (None for native tool_calls or none).")
+    )
+    parse_failures: int = field(metadata=doc("Text that claimed a tool call but could not be parsed, this step."))
+    cache_hit: bool = field(metadata=doc("Served from surfbench's on-disk response cache."))
+    finish_reason: str | None = field(metadata=doc("The provider's finish reason."))
+    cost_usd: float = field(metadata=doc("From LiteLLM's local price map; 0 for local models."))
+    text: str = field(default="", metadata=doc("Assistant text of this step (at most 2,000 characters)."))
+    shown_count: int | None = field(
+        default=None,
+        metadata=doc("Operations the model could call at this step, directly or by name; None before records v2."),
+    )
+    operations_shown: list[str] | None = field(
+        default=None,
+        metadata=doc(
+            "Those operations in the surface's order (preselect: rank order); None when they are every operation "
+            "of the catalog (the run's catalogs table lists them) or before records v2."
+        ),
+    )
+
+
+@dataclass
+class EpisodeTrace:
+    """The raw material of one episode."""
+
+    steps: list[StepRecord] = field(default_factory=list)
+    calls: list[CallRecord] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    final_text: str | None = None
+    """The last text-only answer, or None when the episode ended without one."""
+    error: str | None = None
+    """A harness error that ended the episode."""
+    error_class: type[BaseException] | None = None
+    """The class of the exception behind ``error`` (kept, not parsed back from the text: whether the endpoint
+    failed the episode, so that it runs again, is ``issubclass`` of this; see bench.run.play)."""
+    traceback: str | None = None
+    stopped: ErrorType | None = None
+    """Why the loop ended the episode early, as an error type (``stuck_repeat``; see bench.score.stuck), or None."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """Backend state at the end."""
+    turn_states: list[Any] = field(default_factory=list)
+    """Backend state after each user turn was answered (only for tasks with per-turn state checks)."""
+    usage: dict[str, Any] = field(default_factory=dict)
+    """What the episode's sandboxed programs used (code mode: ``memory_peak_bytes``, ``disk_peak_bytes``)."""
+    wall_s: float = 0.0

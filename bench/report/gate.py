@@ -1,0 +1,302 @@
+"""``surfbench gate``: ship / revise / close per candidate surface, with the evidence.
+
+A criteria file (``configs/gate/*.yaml``)::
+
+    name: dsh-51
+    baseline: full
+    candidates: [dispatcher]        # default: every surface in the runs but the baseline
+    hot_operations: 15              # "on the top-15 operations": first-try accuracy counts these only
+    criteria:
+      - {kind: help_bytes_max, value: 1536, on_fail: revise}
+      - {kind: prompt_tokens_ratio_max, value: 1.0, on_fail: revise}
+      - {kind: first_try_drop_max, value: 0.05, on_fail: close}
+      - {kind: round_trips_ratio_max, value: 1.5, on_fail: revise}
+      - {kind: round_trips_ratio_max, value: 0.7, tasks: {tags: [multi]}}   # only tasks tagged multi
+
+A criterion with ``tasks: {tags: [...]}`` is judged on the episodes of tasks carrying at least one of those tags (both
+sides, so a ratio and a pairing compare the same tasks); its name in the table says so.
+Each criterion is judged ``pass``, ``fail`` or ``inconclusive`` (an interval that straddles the threshold, or a drop
+criterion whose baseline is already at or below the allowed drop, so that no drop could be seen), ``underpowered``
+(inconclusive, and the threshold is below the comparison's minimum detectable difference at 80% power,
+with the paired N that would suffice), or ``no evidence``: the runs hold nothing the criterion measures (a help-size
+criterion on a surface without help payloads, a ratio whose baseline cell is missing, no paired tasks). Missing
+evidence is never a pass: it counts like inconclusive.
+Per candidate and model: any decisive ``fail`` with ``on_fail: close`` -> close; else any fail, inconclusive,
+underpowered or no evidence -> revise; else ship. A candidate's decision is its worst over models. Exit code: 0 if
+some candidate ships, 1 if the best is revise, 2 if all close, and 2 with one error line (no table) when the criteria
+file or a run cannot be read, or a run's run.json is malformed or records another run's cells
+(bench.store.evidence): a broken run record is never judged, so no criterion turns "no evidence" for want of one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from surfbench.bench.analysis.compare import Paired, paired_comparisons
+from surfbench.bench.analysis.metrics import METRICS, Metric, summarize_cell
+from surfbench.bench.base.config import ConfigError
+from surfbench.bench.catalog.limits import recorded_originals
+from surfbench.bench.report.gate_criteria import KINDS, Criterion, load_criteria
+from surfbench.bench.store.evidence import surface_label
+from surfbench.bench.store.reader import Runs, load
+from surfbench.bench.store.tables import CellSummary
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+NO_EVIDENCE = "no evidence"
+DECISIONS = ("ship", "revise", "close")
+EXIT = {"ship": 0, "revise": 1, "close": 2}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One criterion judged for one candidate surface on one model."""
+
+    candidate: str
+    model: str
+    criterion: str
+    threshold: float
+    observed: str
+    """What was measured (with its interval, where there is one)."""
+    outcome: str
+    """``pass``, ``fail``, ``inconclusive``, ``underpowered`` (the threshold is below the run's MDE) or
+    ``no evidence`` (nothing in the runs that this criterion measures)."""
+    on_fail: str
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """Every verdict, and the decisions they add up to."""
+
+    name: str
+    baseline: str
+    verdicts: list[Verdict]
+    decisions: dict[str, str]
+    """Candidate -> ship / revise / close (worst over models)."""
+    per_model: dict[tuple[str, str], str]
+    configs: list[str] = field(default_factory=list)
+    """Which recorded surface config each candidate was judged with (from run.json)."""
+    notes: list[str] = field(default_factory=list)
+    """Rows left out, suite files changed since the run."""
+
+    @property
+    def exit_code(self) -> int:
+        """0 if some candidate ships, 1 if the best is revise, 2 if all close (or there is no candidate)."""
+        if not self.decisions:
+            return 2
+        return min(EXIT[d] for d in self.decisions.values())
+
+
+def _cell(frame: pd.DataFrame, surface: str, model: str) -> CellSummary:
+    return summarize_cell(frame[(frame["surface"] == surface) & (frame["model"] == model)].to_dict("records"))
+
+
+def _hot_ops(view: Runs, k: int | None) -> set[str] | None:
+    """The top ``k`` operations of each suite by traffic weight, from the run folders (legacy runs: today's suites)."""
+    if not k:
+        return None
+    from surfbench.bench.report.report_choices import catalog_facts
+
+    return catalog_facts(view.runs, view.infos, view.episodes, k).hot
+
+
+def _payload_sizes(surface: Any) -> dict[str, int]:
+    """UTF-8 bytes of the surface's help payload for each operation it has one for."""
+    texts = {op.name: surface.help_payload(op) for op in surface.reachable()}
+    return {name: len(text.encode("utf-8")) for name, text in texts.items() if text is not None}
+
+
+def _help_sizes(view: Runs, candidate: str) -> tuple[dict[str, int], list[str]]:
+    """Help payload bytes per operation for the candidate surface, as the run recorded them (bench.store.recorded).
+
+    Returns the sizes and a line per cell saying which surface config was used (the run's, never
+    today's file). LEGACY: a cell recorded before records v2 rebuilds its surface over today's suite,
+    from the config the run recorded (refused when the catalog changed since).
+    """
+    from surfbench.bench.base.config import surface_config
+    from surfbench.bench.contracts.registry import build_surface
+    from surfbench.bench.store.recorded import RecordedCatalogs, is_recorded
+    from surfbench.bench.suites.suite import load_suite
+
+    sizes: dict[str, int] = {}
+    used: list[str] = []
+    recorded = RecordedCatalogs.load(view.runs)
+    for cell in view.cells:
+        if cell.surface_label != candidate:
+            continue
+        resolved = cell.identity["surface"]
+        used_line = f"{candidate}: kind {resolved['kind']}, params {json.dumps(resolved['params'], sort_keys=True)}"
+        if is_recorded(cell.raw) and str(cell.cell_id) in recorded.help_cells:
+            used.append(used_line)
+            back = recorded_originals([cell.raw])  # shown under the catalog's own names (run.json's name_map)
+            sizes.update({back.get(n, n): size for n, size in recorded.help.get(str(cell.cell_id), {}).items()})
+            continue
+        catalog = load_suite(cell.suite).catalog
+        if catalog.content_hash != cell.catalog_hash:
+            raise ConfigError(
+                f"suite {cell.suite!r}: its catalog changed since the run (hash {cell.catalog_hash} "
+                f"recorded, {catalog.content_hash} now); help sizes cannot be judged on the catalog the run used"
+            )
+        surface = build_surface(catalog, str(resolved["kind"]), dict(resolved["params"]), name=str(resolved["name"]))
+        used.append(used_line)
+        back = recorded_originals([cell.raw])  # shown under the catalog's own names (run.json's name_map)
+        sizes.update({back.get(name, name): size for name, size in _payload_sizes(surface).items()})
+    for cell in view.legacy_cells:  # recorded before run.json kept the resolved config: today's file
+        if cell.surface != candidate or any(u.startswith(f"{candidate}:") for u in used):
+            continue
+        cfg = surface_config(candidate)
+        surface = build_surface(load_suite(cell.suite).catalog, cfg.kind, cfg.params, name=cfg.name)
+        used.append(
+            f"{candidate}: kind {cfg.kind}, params {json.dumps(cfg.params, sort_keys=True)} (today's "
+            f"configs/surface/{candidate}.yaml: the run predates recorded configs)"
+        )
+        sizes.update(_payload_sizes(surface))
+    return sizes, used
+
+
+def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> GateResult:
+    """Judge every candidate surface of the runs on the criteria file's criteria."""
+    spec = load_criteria(criteria_path)
+    view = load(*runs, keep_newest=keep_newest)
+    frame = view.episodes
+    surfaces = {str(s) for s in frame["surface"]}
+    baseline = surface_label(str(spec.get("baseline", "full")), surfaces)
+    if baseline not in surfaces:
+        raise ConfigError(f"baseline surface {baseline!r} is not in the runs (they have {', '.join(sorted(surfaces))})")
+    named = spec.get("candidates")
+    candidates = [surface_label(str(c), surfaces) for c in named] if named else sorted(surfaces - {baseline})
+    missing = [c for c in candidates if c not in surfaces]
+    if missing:
+        raise ConfigError(f"candidate surface(s) {missing} not in the runs")
+    hot = _hot_ops(view, spec.get("hot_operations"))
+    # a criterion with tasks: {tags: [...]} sees only the episodes of tasks carrying one of its tags
+    tags = [set(json.loads(t) if isinstance(t, str) else t) for t in frame["tags"]]  # stored as JSON text
+    subsets = {c.tags: frame[[not c.tags or bool(t & set(c.tags)) for t in tags]] for c in spec["criteria"]}
+    paired = {
+        (tags, p.candidate, p.model): p for tags, sub in subsets.items() for p in paired_comparisons(sub, baseline, hot)
+    }
+    verdicts: list[Verdict] = []
+    per_model: dict[tuple[str, str], str] = {}
+    configs: list[str] = []
+    for cand in candidates:
+        helps, used = _help_sizes(view, cand)
+        configs += used
+        for model in sorted(set(frame[frame["surface"] == cand]["model"])):
+            cells = {tags: (_cell(sub, baseline, model), _cell(sub, cand, model)) for tags, sub in subsets.items()}
+            got = [
+                _verdict(c, cand, model, *cells[c.tags], paired.get((c.tags, cand, model)), helps)
+                for c in spec["criteria"]
+            ]
+            verdicts += got
+            if any(v.outcome == "fail" and v.on_fail == "close" for v in got):
+                per_model[(cand, model)] = "close"
+            elif any(v.outcome != "pass" for v in got):  # fail, inconclusive, underpowered, no evidence
+                per_model[(cand, model)] = "revise"
+            else:
+                per_model[(cand, model)] = "ship"
+    decisions = {
+        cand: max((d for (c, _), d in per_model.items() if c == cand), key=DECISIONS.index, default="close")
+        for cand in candidates
+    }
+    name = str(spec.get("name", criteria_path.stem))
+    return GateResult(name, baseline, verdicts, decisions, per_model, configs, list(view.notes))
+
+
+def _ratio_verdict(
+    c: Criterion, cand: str, model: str, metric: Metric, mine: float | None, base: float | None
+) -> Verdict:
+    # the ratio's denominator: the baseline's value, or the candidate's for a higher-is-better metric
+    if mine is None or base is None or not (mine if metric.higher_is_better else base):
+        return Verdict(cand, model, c.label, c.value, f"{metric.label}: not measured", NO_EVIDENCE, c.on_fail)
+    ratio = metric.worse_ratio(mine, base)
+    outcome = "pass" if ratio <= c.value else "fail"
+    observed = f"{metric.label} {mine:,.1f} vs {base:,.1f} = {ratio:.2f}x"
+    return Verdict(cand, model, c.label, c.value, observed, outcome, c.on_fail)
+
+
+def _limit_verdict(c: Criterion, cand: str, model: str, metric: Metric, helps: dict[str, int]) -> Verdict:
+    if not helps:
+        # nothing to measure is not a measurement within the budget
+        return Verdict(cand, model, c.label, c.value, "surface has no help payloads", NO_EVIDENCE, c.on_fail)
+    worst = max(helps, key=lambda n: metric.worsening(helps[n]))
+    beyond = sum(1 for size in helps.values() if metric.worsening(size) > metric.worsening(c.value))
+    outcome = "pass" if metric.worsening(helps[worst]) <= metric.worsening(c.value) else "fail"
+    extreme, side = ("smallest", "under") if metric.higher_is_better else ("largest", "over")
+    observed = f"{extreme} {helps[worst]:,} B ({worst}); {beyond} of {len(helps)} {side}"
+    return Verdict(cand, model, c.label, c.value, observed, outcome, c.on_fail)
+
+
+def _drop_verdict(c: Criterion, cand: str, model: str, metric: Metric, pair: Paired | None) -> Verdict:
+    d = pair.delta(metric.name) if pair is not None else None
+    if pair is None or d is None or d.delta is None or d.low is None or d.high is None:
+        return Verdict(cand, model, c.label, c.value, f"no paired {metric.label}", NO_EVIDENCE, c.on_fail)
+    # oriented so that positive is worse: a drop for a higher-is-better metric, a rise otherwise
+    drop = metric.worsening(d.delta)
+    worst, best = sorted((metric.worsening(d.low), metric.worsening(d.high)), reverse=True)
+    # how far the baseline can worsen at all (the metric is a share: down to 0, or up to 1)
+    room = (d.baseline or 0.0) if metric.higher_is_better else 1.0 - (d.baseline if d.baseline is not None else 1.0)
+    word = "drop" if metric.higher_is_better else "rise"
+    observed = f"{word} {100 * drop:+.1f} pts [95% CI {100 * best:+.1f}, {100 * worst:+.1f}] over {pair.pairs} tasks"
+    if d.mde is not None:
+        observed += f"; MDE {100 * d.mde:.1f} pts"
+    outcome = "pass" if worst <= c.value else ("fail" if best > c.value else "inconclusive")
+    if outcome == "inconclusive" and d.mde is not None and c.value < d.mde and room > c.value:
+        # the run is too small to see a drop of the threshold's size: say what would be enough
+        needed = math.ceil(pair.pairs * (d.mde / c.value) ** 2) if c.value > 0 else None
+        outcome = "underpowered"
+        observed += f"; threshold below the MDE: about {needed} paired tasks x repeats needed" if needed else ""
+    if outcome == "pass" and room <= c.value:
+        # the baseline is too weak to lose more than the allowed drop: no test can fail, so none passes
+        shown = d.baseline or 0.0
+        observed += (
+            f"; baseline {'only' if metric.higher_is_better else 'already'} {100 * shown:.0f}%: a {word} cannot show"
+        )
+        outcome = "inconclusive"
+    return Verdict(cand, model, c.label, c.value, observed, outcome, c.on_fail)
+
+
+def _verdict(
+    c: Criterion,
+    cand: str,
+    model: str,
+    base: CellSummary,
+    mine: CellSummary,
+    pair: Paired | None,
+    helps: dict[str, int],
+) -> Verdict:
+    """Judge criterion ``c``; the metric it measures and that metric's direction come from the registry."""
+    kind = KINDS.get(c.kind)
+    if kind is None:
+        raise ConfigError(f"unknown criterion {c.kind!r}")
+    metric = METRICS[kind.metric]
+    if kind.test == "limit":
+        return _limit_verdict(c, cand, model, metric, helps)
+    if kind.test == "ratio":
+        return _ratio_verdict(c, cand, model, metric, mine.metric(metric.name), base.metric(metric.name))
+    return _drop_verdict(c, cand, model, metric, pair)
+
+
+def format_gate(result: GateResult) -> str:
+    """The gate's verdicts table and decisions, as ``surfbench gate`` prints them."""
+    lines = [f"gate {result.name}: baseline {result.baseline}", ""]
+    lines.append("| candidate | model | criterion | threshold | observed | outcome |")
+    lines.append("|---|---|---|---|---|---|")
+    for v in result.verdicts:
+        lines.append(f"| {v.candidate} | {v.model} | {v.criterion} | {v.threshold:g} | {v.observed} | {v.outcome} |")
+    lines.append("")
+    for (cand, model), decision in sorted(result.per_model.items()):
+        lines.append(f"{cand} on {model}: {decision}")
+    for cand, decision in result.decisions.items():
+        lines.append(f"decision for {cand}: {decision.upper()}")
+    if result.configs or result.notes:
+        lines.append("")
+    lines += [f"surface config used: {c}" for c in result.configs]
+    lines += [f"note: {n}" for n in result.notes]
+    if any(v.outcome == NO_EVIDENCE for v in result.verdicts):
+        lines += ["", "no evidence: the runs hold nothing this criterion measures; it counts as inconclusive (revise)"]
+    return "\n".join(lines)

@@ -1,0 +1,35 @@
+"""The run stage: cells and their episodes, played into rows.
+
+Running cells: a cell's specification and resolved form (``cell``), whether it fits a model (``fit``), one
+episode's loop (``episode``), playing and scoring it into rows (``play``, ``rows``), the runner over a
+cell's episodes (``runner``), overrides and progress.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from surfbench.bench.base.exports import lazy
+
+if TYPE_CHECKING:
+    from surfbench.bench.run.cell import Cell as Cell
+    from surfbench.bench.run.cell import CellSpec as CellSpec
+    from surfbench.bench.run.episode import LoopSettings as LoopSettings
+    from surfbench.bench.run.episode import run_episode as run_episode
+    from surfbench.bench.run.play import play_episode as play_episode
+    from surfbench.bench.run.runner import resolve_cell as resolve_cell
+    from surfbench.bench.run.runner import run_cell as run_cell
+
+EXPORTS = {
+    "Cell": "cell",
+    "CellSpec": "cell",
+    "LoopSettings": "episode",
+    "play_episode": "play",
+    "resolve_cell": "runner",
+    "run_cell": "runner",
+    "run_episode": "episode",
+}
+"""Each public name and the module of this package that defines it."""
+
+__all__ = sorted(EXPORTS)
+__getattr__ = lazy(__name__, EXPORTS)

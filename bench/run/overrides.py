@@ -1,0 +1,160 @@
+"""The top-level settings of ``surfbench run``, checked strictly before anything is written.
+
+Hydra parses an override's value by its look (``limit=1.5`` is a float, ``no_cache=maybe`` a string,
+``tasks=read-note`` a string) and ``+key=value`` adds any key at all. Taken as they come, such values
+run a different experiment than the one asked for (``int(1.5)`` tasks, ``bool("maybe")``, a typo'd
+key ignored). Each setting here is accepted only in the form ``configs/config.yaml`` documents;
+anything else is a :class:`~bench.base.config.ConfigError` naming the override, which ``surfbench run``
+prints as one line (exit code 2) before the run folder exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from surfbench.bench.base.concurrency import MAX_CONCURRENCY
+from surfbench.bench.base.config import ConfigError, config_dir, shown
+
+SPLITS = ("dev", "test", "all")
+MODES = ("native", "prompted")
+ORDERS = ("cache", "naive")
+PROGRESS = ("auto", "live", "plain")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The checked top-level settings of one ``surfbench run`` job (the cell's suite/surface/model aside)."""
+
+    split: str
+    tasks: tuple[str, ...]
+    limit: int | None
+    repeats: int
+    mode: str | None
+    max_steps: int | None
+    order: str
+    episode_retries: int
+    retry_errors: bool
+    stop_on_repeat: int | None
+    no_cache: bool
+    progress: str
+    run: str | None
+    concurrency: int | None = None
+    """Episodes of a cell in flight at once; None: the model config's ``concurrency``."""
+
+
+def known_settings() -> tuple[list[str], list[str]]:
+    """(settings, config groups) that ``configs/config.yaml`` defines, read from the file itself.
+
+    Read rather than listed here so that a setting added to the file is known at once.
+    """
+    path = config_dir() / "config.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc})".replace("\n", " ")) from None
+    groups = []
+    for entry in data.get("defaults") or []:
+        if isinstance(entry, dict):
+            groups += [str(k) for k in entry if not str(k).startswith(("override ", "hydra"))]
+    settings = sorted(str(k) for k in data if k not in ("defaults", "hydra"))
+    return settings, sorted(groups)
+
+
+def check_keys(cfg: Any) -> None:
+    """Refuse a top-level key that config.yaml does not define (``+foo=1``, a preset's typo)."""
+    settings, groups = known_settings()
+    for key in cfg:
+        if str(key) in settings or str(key) in groups or str(key) == "hydra":
+            continue
+        raise ConfigError(
+            f"+{key}={shown(cfg.get(key))}: unknown setting {str(key)!r}; the settings are "
+            f"{', '.join(settings)} (and the groups {', '.join(groups)})"
+        )
+
+
+def _whole(
+    cfg: Any, key: str, default: Any, least: int, nullable: bool, what: str = "", most: int | None = None
+) -> int | None:
+    value = cfg.get(key, default)
+    if value is None and nullable:
+        return None
+    # bool is an int in Python: `repeats=true` must not mean one repeat
+    if isinstance(value, int) and not isinstance(value, bool) and value >= least and (most is None or value <= most):
+        return int(value)
+    tail = f", or null ({what})" if nullable else ""
+    span = "" if most is None else f" and at most {most:,}"
+    raise ConfigError(f"{key}={shown(value)}: must be a whole number, {least} or more{span}{tail}")
+
+
+def _count(cfg: Any, key: str, default: int, least: int) -> int:
+    value = _whole(cfg, key, default, least, nullable=False)
+    if value is None:  # not nullable: _whole raised already; this satisfies the type checker
+        raise ConfigError(f"{key}=null: must be a whole number, {least} or more")
+    return value
+
+
+def _choice(cfg: Any, key: str, default: Any, allowed: tuple[str, ...], nullable: bool = False) -> str | None:
+    value = cfg.get(key, default)
+    if value is None and nullable:
+        return None
+    if isinstance(value, str) and value in allowed:
+        return value
+    tail = " or null (the model config's)" if nullable else ""
+    raise ConfigError(f"{key}={shown(value)}: must be one of {', '.join(allowed)}{tail}")
+
+
+def _flag(cfg: Any, key: str) -> bool:
+    value = cfg.get(key, False)
+    if isinstance(value, bool):
+        return value
+    # a loose reading (`bool("maybe")` is True) would silently run another experiment
+    raise ConfigError(f"{key}={shown(value)}: must be true or false")
+
+
+def _tasks(cfg: Any) -> tuple[str, ...]:
+    from omegaconf import OmegaConf
+
+    value = cfg.get("tasks")
+    if OmegaConf.is_config(value):
+        value = OmegaConf.to_container(value, resolve=True)
+    if value is None:
+        return ()
+    if isinstance(value, str | int) and not isinstance(value, bool):
+        return (str(value),)  # `tasks=read-note`: one task id, not its letters
+    if isinstance(value, list) and all(isinstance(t, str | int) and not isinstance(t, bool) for t in value):
+        return tuple(str(t) for t in value)
+    raise ConfigError(f"tasks={shown(value)}: must be a task id or a list of them, e.g. tasks=[read-note,remind-sms]")
+
+
+def run_settings(cfg: Any) -> RunSettings:
+    """Every top-level setting of a composed ``surfbench run`` config, checked; see the module docstring."""
+    from omegaconf import OmegaConf
+
+    from surfbench.bench.score.stuck import stop_setting
+
+    check_keys(cfg)
+    split = _choice(cfg, "split", "dev", SPLITS)
+    order = _choice(cfg, "order", "cache", ORDERS)
+    progress = _choice(cfg, "progress", "auto", PROGRESS)
+    run = cfg.get("run")
+    if isinstance(run, bool | list | dict) or OmegaConf.is_config(run):
+        raise ConfigError(f"run={shown(run)}: must be a run name, or null (derived from the cell)")
+    return RunSettings(
+        split=str(split),
+        tasks=_tasks(cfg),
+        limit=_whole(cfg, "limit", None, 1, True, "every task"),
+        repeats=_count(cfg, "repeats", 1, 1),
+        mode=_choice(cfg, "mode", None, MODES, nullable=True),
+        max_steps=_whole(cfg, "max_steps", None, 1, True, "the suite's"),
+        order=str(order),
+        episode_retries=_count(cfg, "episode_retries", 1, 0),
+        retry_errors=_flag(cfg, "retry_errors"),
+        stop_on_repeat=stop_setting(cfg.get("stop_on_repeat")),
+        no_cache=_flag(cfg, "no_cache"),
+        progress=str(progress),
+        run=str(run) if run not in (None, "") else None,  # blank: derived from the cell, as before
+        concurrency=_whole(cfg, "concurrency", None, 1, True, "the model config's", most=MAX_CONCURRENCY),
+    )
