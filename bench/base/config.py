@@ -60,7 +60,15 @@ def unknown_config(group: str, name: str, known: list[str] | None = None) -> str
     names = sorted(known if known is not None else group_names(group))
     near = closest(name, names)
     hint = f"did you mean {', '.join(near)}?" if near else f"known: {', '.join(names) or 'none'}"
-    return f"{group}={name}: no {group} config of that name; {hint} (configs/{group}/*.yaml)"
+    found = f"{group}={name}: no {group} config of that name; {hint} (configs/{group}/*.yaml)"
+    if group == "suite":  # a suite of one's own: both folders must be named (surfbench init writes the config)
+        configs = os.environ.get("SURFBENCH_CONFIGS") or "not set"
+        suites = os.environ.get("SURFBENCH_SUITES") or "not set"
+        found += (
+            f"; a suite of your own needs SURFBENCH_CONFIGS=DIR/configs (holding suite/{name}.yaml, which "
+            f"surfbench init writes; now {configs}) and SURFBENCH_SUITES=the folder holding DIR (now {suites})"
+        )
+    return found
 
 
 def read_group_config(group: str, name: str) -> dict[str, Any]:

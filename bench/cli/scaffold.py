@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -184,23 +184,35 @@ def tasks_text(catalog: Catalog) -> str:
     return "\n".join(out) + "\n"
 
 
+def recipe_paths(folder: Path) -> tuple[str, str, str]:
+    """(where to run from, the suite folder, its parent) as a README's commands name them, never absolute.
+
+    Relative to the folder init ran in when the suite is below it, else to the suite's parent folder.
+    """
+    home, here = folder.resolve(), Path.cwd().resolve()
+    if here in home.parents:
+        suite = home.relative_to(here).as_posix()
+        parent = home.parent.relative_to(here).as_posix() if home.parent != here else "."
+        return "the folder `init` ran in", suite, parent
+    return f"this folder's parent (`cd ..` from `{home.name}/`)", home.name, "."
+
+
 def _readme(name: str, folder: Path, catalog: Catalog, source: str) -> str:
-    home = folder.resolve()
+    where, suite, parent = recipe_paths(folder)
     return f"""# {name}: a code-free surfbench suite
 
-Written by `surfbench init` for the catalog `{source}` ({len(catalog)} operations): `suite.yaml`,
+Written by `surfbench init` for the catalog `{Path(source).name}` ({len(catalog)} operations): `suite.yaml`,
 `tasks.yaml` (runnable tasks and commented examples: edit them), `{catalog_file_name(source)}` (a copy
 of the catalog) and `configs/suite/{name}.yaml` (what lets `surfbench run` find the suite by name).
 
-Check it (schemas, expected calls, and an oracle replay of every task):
+From {where}, check it (schemas, expected calls, and an oracle replay of every task):
 
-    surfbench check {home}
+    surfbench check {suite}
 
 Run it (`SURFBENCH_SUITES` and `SURFBENCH_CONFIGS` take `:`-separated folders, searched before the
 shipped ones):
 
-    export SURFBENCH_SUITES={home.parent}
-    export SURFBENCH_CONFIGS={home / "configs"}
+    export SURFBENCH_SUITES={parent} SURFBENCH_CONFIGS={suite}/configs
     surfbench run suite={name} surface=full model=qwen2.5-coder-0.5b-instruct split=all
     surfbench run -m suite={name} surface=full,dispatcher model=qwen2.5-coder-0.5b-instruct split=all
 """
@@ -250,14 +262,18 @@ def init_suite(source: str, folder: Path, fmt: str | None = None, name: str | No
 
 
 def suite_name(folder: Path, name: str | None, force: bool) -> str:
-    """The new suite's name (``folder``'s); ConfigError for a bad name, a file, or a non-empty folder."""
+    """The new suite's name (``name``, else ``folder``'s); ConfigError for a bad name, a file, or a non-empty folder.
+
+    A name apart from the folder's is found by name too: ``SURFBENCH_SUITES`` folders are also searched by
+    each suite.yaml's ``name:`` (bench.contracts.plugins).
+    """
     from surfbench.bench.catalog.importers.common import exists
 
+    given = name
     name = name or folder.resolve().name
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", name):
-        raise ConfigError(f"{folder}: suite name {name!r} (the folder's name): use letters, digits, '_' and '-'")
-    if name != folder.resolve().name:
-        raise ConfigError(f"--name {name}: suites are found by their folder's name; write into {folder.parent / name}")
+        what = f"--name {name!r}" if given else f"suite name {name!r} (the folder's name; or give --name NAME)"
+        raise ConfigError(f"{folder}: {what}: use letters, digits, '_' and '-'")
     if exists(folder) and not folder.is_dir():
         raise ConfigError(f"{folder}: is a file, not a folder")
     if folder.is_dir() and any(folder.iterdir()) and not force:
@@ -281,7 +297,8 @@ def building(folder: Path, name: str) -> Iterator[Path]:
         target = work / name
         (target / "configs" / "suite").mkdir(parents=True)
         (target / "configs" / "suite" / f"{name}.yaml").write_text(
-            f"# {folder.resolve()} (see its README.md)\nname: {name}\n", encoding="utf-8"
+            f"# the suite in ../.. (see its README.md); SURFBENCH_CONFIGS names this configs folder\nname: {name}\n",
+            encoding="utf-8",
         )
         yield target
         _move_into(target, folder)
@@ -339,10 +356,13 @@ def argument_problems(suite: Any) -> dict[str, str]:
     return found
 
 
-def oracle_failures(target: str, calls: dict[str, list[dict[str, Any]]] | None = None) -> tuple[int, dict[str, str]]:
+def oracle_failures(
+    target: str, calls: dict[str, list[dict[str, Any]]] | None = None, after: Callable[[str], None] | None = None
+) -> tuple[int, dict[str, str]]:
     """Replay every task of the suite with the scripted oracle (surface ``full``); (tasks run, why each failed).
 
     ``calls``: filled with each task's calls that reached the backend (op, ok, result), in order.
+    ``after``: called with each task's id once its episode is over (one at a time, in order).
     """
     from surfbench.bench.models import ModelPool
     from surfbench.bench.models.scripted import OracleClient
@@ -354,7 +374,12 @@ def oracle_failures(target: str, calls: dict[str, list[dict[str, Any]]] | None =
         store = RunStore(Path(tmp) / "check", commit_interval_s=0.5)
         store.prepare()
         store.write_run_info({"cells": []})
-        run_cell(cell, ModelPool(None), store, "check", client=OracleClient(target))
+
+        def progress(_cell: Any, _done: int, _total: int, row: dict[str, Any] | None) -> None:
+            if row is not None and after is not None:
+                after(str(row["task_id"]))
+
+        run_cell(cell, ModelPool(None), store, "check", progress=progress, client=OracleClient(target))
         rows = load_runs([store.root]).to_dict("records")
         made = load_runs([store.root], "calls").to_dict("records")
     found, task_of = {} if calls is None else calls, {row["episode_key"]: str(row["task_id"]) for row in rows}
@@ -372,17 +397,41 @@ def oracle_failures(target: str, calls: dict[str, list[dict[str, Any]]] | None =
 def check_suite(target: str, live: dict[str, Any] | None = None) -> tuple[int, int, list[str]]:
     """(tasks, tasks the oracle solves, one line per problem) for a suite folder or name.
 
-    ``live``: for a suite over a live MCP server, filled with its ``server`` and each task's oracle ``calls``.
+    ``live``: for a suite over a live MCP server, filled with its ``server``, each task's oracle ``calls``,
+    ``answers`` (per task, its answer check judged on the text of those calls' results: None when it is not
+    a read task with answer words, "" when the results satisfy it, else why not), the catalog's ``ops``,
+    and for a server on live data (``live_data``) ``wrote``: per task, what its episode changed there.
     """
+    from surfbench.bench.cli.scaffold_data import tree_changes, tree_state
+    from surfbench.bench.suites.checks import answer_in_results, judged_on_results
     from surfbench.bench.suites.suite import load_suite
 
     suite = load_suite(target)  # a malformed file: SuiteError, one line naming the file, task and field
     # a loader's tasks are another benchmark's data, imported as they are: their arguments aren't ours
     problems = argument_problems(suite) if getattr(suite, "preset_catalog", None) is None else {}
     calls: dict[str, list[dict[str, Any]]] = {t.id: [] for t in suite.tasks}
-    ran, failed = oracle_failures(target, calls)
+    data = Path(suite.mcp.server.live_data) if suite.mcp is not None and suite.mcp.server.live_data else None
+    wrote: dict[str, list[str]] = {}
+    seen = tree_state(data) if data is not None else {}
+
+    def after(task_id: str) -> None:  # on live data: what this task's episode changed there
+        nonlocal seen
+        if data is not None:
+            now = tree_state(data)
+            wrote[task_id], seen = tree_changes(seen, now), now
+
+    ran, failed = oracle_failures(target, calls, after)
     if live is not None and suite.mcp is not None:  # what the live server answered (bench.cli.scaffold_mcp)
-        live.update(server=suite.mcp.server.label, calls=calls)
+        if data is not None:
+            live.update(live_data=data, wrote=wrote)
+        answers = {
+            t.id: answer_in_results(t.answer, [str(c["result"]) for c in calls[t.id] if c["ok"]])
+            if judged_on_results(t) and calls[t.id]
+            else None
+            for t in suite.tasks
+        }
+        live.update(server=suite.mcp.server.label, calls=calls, answers=answers)
+        live["ops"] = {op.name: op for op in suite.catalog}
     lines = list(problems.values())
     source = {t.id: t.source for t in suite.tasks}
     lines += [

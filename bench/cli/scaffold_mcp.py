@@ -1,17 +1,22 @@
 """``surfbench init --mcp "COMMAND ARGS" DIR`` (or ``--mcp-url URL``): a suite over a live MCP server.
 
-The server is started once and its tools listed; DIR gets suite.yaml (``catalog: {mcp: ..., pinned:
-tools.json}``, ``backend: mcp``), tools.json (the ``tools/list`` answer as sent, what ``surfbench
-catalog dump`` writes), tasks.yaml (bench/cli/scaffold.py's example tasks without ``canned``: results
-come from the server), README.md and configs/suite/<name>.yaml. Also the command line of ``init``
-and ``check`` (for a live suite, ``check`` says per task what the oracle's calls got from the server).
+Isolated by default: the folder the server's arguments name (or ``--fixture DIR``) is copied into DIR as
+``fixture/`` and its argument becomes ``{workdir}`` (bench/cli/scaffold_data.py), so every episode, ``check``
+included, runs the server on a fresh copy; ``--live-data`` runs it on the folder itself. The server is
+started once, on a copy, and its tools listed; DIR gets suite.yaml (``catalog: {mcp: ..., pinned:
+tools.json}``, ``backend: mcp``), tools.json (the ``tools/list`` answer as sent, what ``surfbench catalog
+dump`` writes), tasks.yaml (bench/cli/scaffold.py's example tasks without ``canned``: results come from the
+server), gate.yaml, README.md (the recipe's remaining steps, every path relative) and
+configs/suite/<name>.yaml. Also the command line of ``init`` and ``check`` (for a live suite, ``check``
+says per task what the server returned to the oracle's calls and whether each read task's answer words
+occur in it).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,9 +36,11 @@ from surfbench.bench.cli.scaffold import (
     check_suite,
     example_operations,
     init_suite,
+    recipe_paths,
     smoke_turn,
     suite_name,
 )
+from surfbench.bench.cli.scaffold_data import Placement, copy_data, place
 from surfbench.bench.mcp.spec import STARTUP_TIMEOUT_S, McpError, ServerSpec
 
 SURFACES = "full,dispatcher,preselect,search"
@@ -53,22 +60,15 @@ def server_for_init(args: argparse.Namespace) -> ServerSpec | None:
 
 
 def server_mapping(spec: ServerSpec) -> dict[str, Any]:
-    """suite.yaml's ``catalog.mcp`` for the server as given (``python`` stays ``python``)."""
+    """suite.yaml's ``catalog.mcp`` for the server as init writes it (``python`` stays ``python``)."""
     found: dict[str, Any] = {"command": spec.command, "args": list(spec.args)} if spec.command else {"url": spec.url}
+    for key in ("cwd", "fixture", "live_data"):
+        if getattr(spec, key):
+            found[key] = getattr(spec, key)
     if spec.headers:
         found["headers"] = dict(spec.headers)
     if spec.startup_timeout_s != STARTUP_TIMEOUT_S:
         found["startup_timeout_s"] = spec.startup_timeout_s
-    return found
-
-
-def relative_paths(spec: ServerSpec) -> list[str]:
-    """Arguments (or ``--opt=VALUE`` values) that name an existing path relative to the current folder."""
-    found = []
-    for arg in spec.args:
-        value = arg.partition("=")[2] if arg.startswith("-") else arg
-        if value and not os.path.isabs(value) and not value.startswith("{") and Path(value).exists():
-            found.append(arg)
     return found
 
 
@@ -77,9 +77,32 @@ def _flow(value: Any) -> str:
     return str(yaml.safe_dump([value], default_flow_style=True, width=10**6, allow_unicode=True)).strip()[1:-1]
 
 
-def suite_text(name: str, spec: ServerSpec, catalog: Catalog) -> str:
+def _where_data(placement: Placement, folder: Path) -> str:
+    """The data folder as the suite's files name it: relative to the suite folder (never absolute)."""
+    data = placement.data or placement.live
+    return os.path.relpath(data.resolve(), folder.resolve()) if data is not None else ""
+
+
+def suite_text(name: str, placement: Placement, catalog: Catalog, folder: Path) -> str:
     """suite.yaml: the live server, the pinned listing, ``backend: mcp``, and how to add what it lacks."""
-    server = "\n".join(f"    {k}: {_flow(v)}" for k, v in server_mapping(spec).items())
+    spec = placement.spec
+    notes = {
+        "fixture": f"# a copy of {_where_data(placement, folder)} made by init: every episode, `check` included,\n"
+        "    #   starts the server on a fresh copy of it ({workdir} in args), at the same path each time; a folder\n"
+        "    #   relative to this suite (../shared works too)",
+        "cwd": "# the server starts in a fresh empty folder per episode",
+        "live_data": "# init --live-data: the server works on this folder ITSELF; writes change it\n"
+        "    #   (`surfbench check` lists what each task changed)",
+    }
+    server = "\n".join(
+        f"    {k}: {_flow(v)}" + (f"   {notes[k]}" if k in notes and spec.command else "")
+        for k, v in server_mapping(spec).items()
+    )
+    if spec.command and not spec.fixture and not spec.live_data:
+        server += (
+            "\n    # fixture: data              # a folder relative to this suite, copied to a fresh working copy for"
+            '\n    #                            # every episode; write "{workdir}" in args where the server finds it'
+        )
     rest = {"system_prompt": SYSTEM_PROMPT, "max_steps": 6, "tasks": ["tasks.yaml"]}
     fresh = "a fresh one" if spec.command else "a new session"
     return f"""\
@@ -90,19 +113,33 @@ description: {_flow(f"{len(catalog)} tools of the live MCP server {spec.label}")
 catalog:
   mcp:
 {server}
-    # fixture: data              # a folder of this suite, copied to a fresh working copy for every episode;
-    #                            # write "{{workdir}}" in args where the server should find that copy
     # setup: fixture.py:build    # fn(path): called on each fresh working copy before the server starts
     #                            # (builds what a folder cannot ship, such as a .git; tasks/git does)
-    #                            # with fixture or setup the server runs in the working copy, so relative
-    #                            # paths in args resolve there, not where `surfbench run` starts
     # reset_tool: reset          # a tool the harness calls with {{scenario: NAME}} between episodes instead
     #                            # of starting a fresh server (hidden from the model)
     # call_timeout_s: 10         # a slower call is a tool error of type tool_timeout
+    # {{suite}} in args: this folder; {{workdir}}: the episode's working copy; {{scenario}}: the task's
   pinned: tools.json             # the tools/list answer init saw, as sent; a run warns when the live list differs
 backend: mcp                     # each call goes to the live server ({fresh} per episode)
 # backend_options: {{state: state.py:read_state}}   # fn(workdir) -> dict: what tasks' `state:` checks read
 {_dump(rest).rstrip()}
+"""
+
+
+def gate_text(name: str) -> str:
+    """gate.yaml: the candidates of the recipe's sweep against ``full``, with the shipped gates' thresholds."""
+    return f"""\
+# surfbench gate --criteria gate.yaml RUN: ship / revise / close per candidate surface against `full`
+# (docs/sweeps-and-gates.md); the thresholds are the shipped gates' (configs/gate/front-door.yaml).
+name: {name}
+description: dispatcher, preselect and search against every tool as a typed tool (full), on {name}
+baseline: full
+candidates: [dispatcher, preselect, search]
+criteria:
+  - {{kind: prompt_tokens_ratio_max, value: 1.0, on_fail: revise}}
+  - {{kind: first_try_drop_max, value: 0.05, on_fail: close}}
+  - {{kind: success_drop_max, value: 0.05, on_fail: close}}
+  - {{kind: round_trips_ratio_max, value: 1.5, on_fail: revise}}
 """
 
 
@@ -158,66 +195,94 @@ def tasks_text(catalog: Catalog) -> str:
     return "\n".join(out) + "\n"
 
 
-def _readme(name: str, folder: Path, spec: ServerSpec, tools: int) -> str:
-    home = folder.resolve()
-    given = f"--mcp {shlex.quote(spec.label)}" if spec.command else f"--mcp-url {shlex.quote(str(spec.url))}"
-    given += "".join(f" --mcp-header {shlex.quote(f'{k}={v}')}" for k, v in spec.headers.items())
-    paths = ", ".join(f"`{p}`" for p in relative_paths(spec))
-    where = (
-        f"\n**Relative paths.** Arguments that are relative paths ({paths}) are written as given: the server\n"
-        "starts in the directory `surfbench check` or `surfbench run` starts in (`run` does not change it), so\n"
-        f"they resolve from there. `init` ran in `{Path.cwd()}`: run from there, or make them absolute.\n"
-        if paths
-        else ""
-    )
-    server = (
-        "Every episode starts a fresh server with this command and sends it the model's calls, for real: if\n"
-        "its arguments name your own data, writes change it. For a fresh copy per episode, add `fixture:` (a\n"
-        "folder copied per episode, `{workdir}` in the arguments) or `setup:` (a function that builds it) to\n"
-        "suite.yaml's `catalog.mcp`; the server then starts in that copy (relative paths resolve there).\n"
-        "Without them it starts in the directory `surfbench` runs in.\n"
-        if spec.command
-        else "Every episode opens a new session on this running server and sends it the model's calls, for\n"
-        "real: the server keeps what one episode writes for the next (no fresh copy per episode).\n"
-        + (f"Headers are read from the environment: {', '.join(f'`{v}`' for v in spec.headers.values())}.\n"
-           if spec.headers else "")
-    )  # fmt: skip
-    return f"""# {name}: a surfbench suite over a live MCP server
-
-Written by `surfbench init {given.split(" ", 1)[0]}` for the server ({tools} tools)
-
-    {spec.label}
-
-`suite.yaml` (the server, `backend: mcp`), `tools.json` (its `tools/list` answer as sent, byte for byte;
-a run warns when the live list differs), `tasks.yaml` (runnable tasks and commented examples: starting
-points, edit them to match what the server really does) and `configs/suite/{name}.yaml` (what lets
-`surfbench run` find the suite).
-
-{server}{where}
-Check it (the schemas, the expected calls, and an oracle replay of every task: per task, whether its
-calls reached the server without an error; a placeholder argument the server refuses fails until edited):
-
-    surfbench check {home}
-
-The surfaces over the live list (no model):
-
-    surfbench surfaces {given}
-
-Run a sweep and report it (`SURFBENCH_SUITES` and `SURFBENCH_CONFIGS` take `:`-separated folders,
-searched before the shipped ones; the run prints its folder, `run=NAME` chooses it):
-
-    export SURFBENCH_SUITES={home.parent}
-    export SURFBENCH_CONFIGS={home / "configs"}
-    surfbench run -m suite={name} surface={SURFACES} model={MODEL}
-    surfbench report results/<run>
+def recipe(name: str, suite: str, parent: str) -> str:
+    """Steps 3 to 7 of the recipe (docs/suites.md), as commands to run from the folder ``suite`` is relative to."""
+    return f"""\
+    $EDITOR {suite}/tasks.yaml                 # 3. write tasks: the turns, expected calls, answer or state checks
+    surfbench check {suite}                    # 4. check: schemas, the oracle's calls on a fresh copy, answers
+    export SURFBENCH_SUITES={parent} SURFBENCH_CONFIGS={suite}/configs
+    surfbench run suite={name} surface=full model=oracle run={name}-plumbing      # 5. a plumbing run, no model
+    surfbench run -m suite={name} surface={SURFACES} model={MODEL} run={name}   # 5. the sweep
+    surfbench report results/{name}            # 6. report: results/{name}/report/
+    surfbench gate --criteria {suite}/gate.yaml results/{name}   # 7. gate: ship / revise / close per candidate
 """
 
 
-def init_mcp_suite(spec: ServerSpec, folder: Path, name: str | None = None, force: bool = False) -> tuple[str, int]:
-    """Start the server once, list its tools, write the suite into ``folder``; (its name, tools listed).
+def _readme(name: str, folder: Path, placement: Placement, tools: int, copied: tuple[int, int]) -> str:
+    spec = placement.spec
+    given = "--mcp" if spec.command else "--mcp-url"
+    where, suite, parent = recipe_paths(folder)
+    data = _where_data(placement, folder)
+    if placement.data is not None:
+        files, size = copied
+        server = (
+            f"- `fixture/`: a copy of `{data}` (the folder its arguments named: {files} files, {size:,} bytes) made\n"
+            "  by init. Every episode, `surfbench check` included, starts the server on a fresh copy of it, at\n"
+            f"  the same path each time (`{{workdir}}` in its arguments); `{data}` itself is never touched. Edit\n"
+            "  `fixture/` to change what every task starts from.\n"
+        )
+    elif placement.live is not None:
+        server = (
+            f"- **Live data.** `init --live-data`: the server works on `{data}` itself (`live_data:`), so `check`\n"
+            "  and every run call it there, writes included, and each episode starts from what the last one\n"
+            "  left. `surfbench check` lists what each task changed. For a fresh copy per episode, init again\n"
+            "  without `--live-data`.\n"
+        )
+    elif spec.command:
+        server = (
+            "- Its arguments name no folder, so nothing was copied: every episode starts the server in a fresh\n"
+            '  empty folder (`cwd: "{workdir}"`). A server that serves a folder: init again with `--fixture DIR`.\n'
+        )
+    else:
+        server = (
+            "- Every episode opens a new session on this running server and sends it the model's calls, for\n"
+            "  real: the server keeps what one episode writes for the next (no fresh copy per episode).\n"
+            + (f"  Headers are read from the environment: {', '.join(f'`{v}`' for v in spec.headers.values())}.\n"
+               if spec.headers else "")
+        )  # fmt: skip
+    moved = "".join(f"  `{a}` -> `{b}`\n" for a, b in placement.rewritten if "{suite}" in b)
+    if moved:
+        server += "- Relative paths among its arguments are written relative to this folder:\n" + moved
+    return f"""# {name}: a surfbench suite over a live MCP server
+
+Written by `surfbench init {given}` for a server with {tools} tools, as suite.yaml starts it:
+
+    {spec.label}
+
+- `suite.yaml`: the server (`catalog.mcp`) and `backend: mcp`: every call of the model goes to it.
+{server}- `tools.json`: its `tools/list` answer as sent, byte for byte (a run warns when the live list differs).
+- `tasks.yaml`: runnable tasks and commented examples: starting points, to edit until they match what the
+  server really does.
+- `gate.yaml`: the gate's criteria: `dispatcher`, `preselect` and `search` against `full`.
+- `configs/suite/{name}.yaml`: what lets `surfbench run suite={name}` find the suite.
+
+## The recipe
+
+Steps 1 and 2, connect and pin, are done (`tools.json`). From {where}:
+
+{recipe(name, suite, parent)}
+`check` replays every task with the scripted oracle on the real server and says, per task, what the
+server returned and whether the answer words occur in it. `model=oracle` is the same oracle as a run: a
+plumbing check, never a result. The surfaces over the pinned list, without a model:
+`surfbench surfaces --catalog {suite}/tools.json --format mcp --name {name}`.
+"""
+
+
+def init_mcp_suite(
+    spec: ServerSpec,
+    folder: Path,
+    name: str | None = None,
+    force: bool = False,
+    fixture: str | None = None,
+    live_data: bool = False,
+) -> tuple[str, int, Placement, tuple[int, int]]:
+    """Write a suite over the server into ``folder``; (its name, tools listed, where the data went, (files, bytes)).
+
+    The server's data is copied into the suite (bench/cli/scaffold_data.py), the server started once on a
+    copy of it and its tools listed.
 
     Raises:
-        ConfigError: the folder or name (before the server starts); McpError: the server.
+        ConfigError: the folder or name (before the server starts); McpError: the server, its arguments.
     """
     from surfbench.bench.mcp.catalog import live_catalog
     from surfbench.bench.mcp.suites import resolve
@@ -226,36 +291,77 @@ def init_mcp_suite(spec: ServerSpec, folder: Path, name: str | None = None, forc
     from surfbench.bench.suites.suite import load_tasks
 
     name = suite_name(folder, name, force)
-    live = live_catalog(spec, name=name)
+    placement = place(spec, folder, fixture=fixture, live_data=live_data)
     with building(folder, name) as target:
+        copied = copy_data(placement, target)
+        live = live_catalog(placement.listing_spec(target, folder), name=name)  # on a copy: the data is only read
         (target / "tools.json").write_bytes(live.snapshot())  # what `catalog dump` writes: the answer as sent
         path = target / "suite.yaml"
-        path.write_text(suite_text(name, spec, live.catalog), encoding="utf-8")
+        path.write_text(suite_text(name, placement, live.catalog, folder), encoding="utf-8")
         (target / "tasks.yaml").write_text(tasks_text(live.catalog), encoding="utf-8")
-        (target / "README.md").write_text(_readme(name, folder, spec, len(live.catalog)), encoding="utf-8")
-        # what load_suite checks, against the list just read (loading it would start the server again)
+        (target / "gate.yaml").write_text(gate_text(name), encoding="utf-8")
+        readme = _readme(name, folder, placement, len(live.catalog), copied)
+        (target / "README.md").write_text(readme, encoding="utf-8")
+        # what load_suite checks, against the list just read (loading it would start the server again);
+        # live_data is resolved against the final folder, which does not exist yet
         found = suite_file(read_yaml(path), path)
-        resolve(found.catalog_mcp, target, str(path))
+        mcp = dict(found.catalog_mcp or {})
+        mcp["mcp"] = {k: v for k, v in dict(mcp.get("mcp") or {}).items() if k != "live_data"}
+        resolve(mcp, target, str(path))
         for task in load_tasks(target / "tasks.yaml", found.tags):
             where = f"{task.source}: task {task.id!r}"
             check_against_catalog(where, task.expected, task.canned, live.catalog, args=True, backend="mcp")
-    return name, len(live.catalog)
+    return name, len(live.catalog), placement, copied
+
+
+def _brief(result: Any, width: int = 100) -> str:
+    """A tool result on one line, cut to ``width`` characters, with its length when cut."""
+    text = " ".join(str(result).split())
+    return json.dumps(text if len(text) <= width else text[:width] + "...", ensure_ascii=False) + (
+        f" ({len(text):,} chars)" if len(text) > width else ""
+    )
 
 
 def live_lines(live: dict[str, Any]) -> list[str]:
-    """For a suite over a live server (check_suite's ``live``): per task, what the oracle's calls got."""
+    """For a suite over a live server (check_suite's ``live``): per task, what the server returned.
+
+    Also whether each read task's answer check holds on those results, and on live data what changed.
+    """
     if not live:
         return []
-    lines = [f"live MCP server {live['server']}: the oracle's calls went to it (a fresh server per task):"]
+    wrote, ops = live.get("wrote"), live.get("ops") or {}
+    data = Path(live.get("live_data") or ".").resolve()
+    shown = data.relative_to(Path.cwd().resolve()).as_posix() if Path.cwd().resolve() in data.parents else str(data)
+    how = "on live data: NOT a copy" if wrote is not None else "a fresh server and copy per task"
+    lines = [f"live MCP server {live['server']}: the oracle's calls went to it ({how}):"]
+    flagged = 0
     for task, made in live["calls"].items():
         bad = [c for c in made if not c["ok"]]
         said = "; ".join(f"{c['op']}: {' '.join(str(c['result']).split())[:160]}" for c in bad)
-        ops = ", ".join(dict.fromkeys(c["op"] for c in made))
-        outcome = f"{len(bad)} of {len(made)} answered with an error: {said}" if bad else f"{ops}: no error"
-        lines.append(f"  {task}: {outcome if made else 'no call'}")
+        if bad:
+            lines.append(f"  {task}: {len(bad)} of {len(made)} answered with an error: {said}")
+        elif not made:
+            lines.append(f"  {task}: no call")
+        else:
+            lines.append(f"  {task}: " + "; ".join(f"{c['op']} -> {_brief(c['result'])}" for c in made))
+        why = (live.get("answers") or {}).get(task)
+        if why:
+            flagged += 1
+            lines.append(f"    FLAG: its answer check cannot be read off the server's results: they {why}")
+        elif why == "":
+            lines.append("    answer check: holds on the server's results")
+        if wrote is not None:
+            writes = [c["op"] for c in made if c["op"] in ops and not ops[c["op"]].read_only]
+            changed = ", ".join(wrote.get(task) or []) or "nothing"
+            lines.append(
+                f"    {shown}: changed {changed}"
+                + (f" (calls not marked read-only: {', '.join(dict.fromkeys(writes))})" if writes else "")
+            )
     lines.append(
-        "  checked: the oracle's calls reach the server without an error; not checked: that its answers are "
-        "what a task means (each task's answer and state checks, which you write)"
+        "  checked: the oracle's calls reach the server without an error, and each read task's answer words "
+        f"occur in what the server returned ({flagged} flagged); a flagged task passes only when the model "
+        "says what the results never do: a derived answer (a count, yes or no) is fine, a word the server "
+        "never says is a task to fix"
     )
     return lines
 
@@ -264,14 +370,25 @@ def _init(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
     spec = server_for_init(args)
     if spec is None:
+        if args.fixture or args.live_data:
+            raise McpError(args.catalog, "--fixture and --live-data apply to --mcp (a stdio server) only")
         name = init_suite(args.catalog, folder, fmt=args.format, name=args.name, force=args.force)
         print(f"wrote suite {name!r} in {folder} (see {folder / 'README.md'}); check it: surfbench check {folder}")
         return 0
-    name, tools = init_mcp_suite(spec, folder, name=args.name, force=args.force)
-    print(
-        f"wrote suite {name!r} over the live MCP server {spec.label} ({tools} tools) in {folder} "
-        f"(see {folder / 'README.md'}); edit tasks.yaml, then check it: surfbench check {folder}"
+    name, tools, placement, (files, size) = init_mcp_suite(
+        spec, folder, name=args.name, force=args.force, fixture=args.fixture, live_data=args.live_data
     )
+    print(f"wrote suite {name!r} over the live MCP server {placement.spec.label} ({tools} tools) in {folder}")
+    if placement.data is not None:
+        print(
+            f"copied {placement.data} ({files} files, {size:,} bytes) into {folder / 'fixture'}: every episode, "
+            f"check included, runs the server on a fresh copy; {placement.data} is only read"
+        )
+    if placement.live is not None:
+        print(f"warning: --live-data: the server works on {placement.live} itself: check and every run change it")
+    for given, written in placement.rewritten:
+        print(f"argument {given} written as {written}")
+    print(f"next (see {folder / 'README.md'}): edit {folder / 'tasks.yaml'}, then surfbench check {folder}")
     return 0
 
 
@@ -283,12 +400,18 @@ def _check(args: argparse.Namespace) -> int:
     for line in lines:
         print(f"surfbench: check: {line}", file=sys.stderr)
     name = Path(args.suite).name if Path(args.suite).is_dir() else args.suite.partition(":")[0]
+    if Path(args.suite, "suite.yaml").is_file():  # a suite named apart from its folder (init --name)
+        declared = yaml.safe_load(Path(args.suite, "suite.yaml").read_text(encoding="utf-8"))
+        name = str(declared.get("name") or name) if isinstance(declared, dict) else name
     if name not in group_names("suite") and not (Path(args.suite) / "configs" / "suite" / f"{name}.yaml").is_file():
         print(f"note: no configs/suite/{name}.yaml in SURFBENCH_CONFIGS: `surfbench run suite={name}` needs one")
+    flagged = sum(1 for why in (live.get("answers") or {}).values() if why)
+    judged = sum(1 for why in (live.get("answers") or {}).values() if why is not None)
+    answers = f"; answers found in the server's results {judged - flagged}/{judged}" if judged else ""
     if lines:
-        print(f"{len(lines)} problem(s): {ran} tasks, oracle solves {solved}/{ran}")
+        print(f"{len(lines)} problem(s): {ran} tasks, oracle solves {solved}/{ran}{answers}")
         return 2
-    print(f"ok: {ran} tasks, oracle solves {solved}/{ran}")
+    print(f"ok: {ran} tasks, oracle solves {solved}/{ran}{answers}")
     return 0
 
 
@@ -299,13 +422,25 @@ def add_commands(sub: Any) -> None:
     p = sub.add_parser(
         "init", help="write a suite for a catalog (code-free) or a live MCP server: suite.yaml, tasks.yaml, README"
     )
-    p.add_argument("dir", metavar="DIR", help="the new suite's folder (its name is the suite's)")
+    p.add_argument("dir", metavar="DIR", help="the new suite's folder (its name is the suite's unless --name)")
     p.add_argument(
         "--catalog", default=None, help="catalog file (OpenAI/Anthropic/MCP/OpenAPI/BFCL/native) or module:attr"
     )
     add_server_options(p)  # --mcp COMMAND / --mcp-url URL instead of --catalog: a suite over the live server
+    p.add_argument(
+        "--fixture",
+        metavar="DATA_DIR",
+        default=None,
+        help="with --mcp: the folder the server serves, copied into the suite (default: the one folder its "
+        "arguments name); each episode runs on a fresh copy",
+    )
+    p.add_argument(
+        "--live-data",
+        action="store_true",
+        help="with --mcp: run the server on the folder its arguments name, not a copy (writes change it)",
+    )
     p.add_argument("--format", default=None, help="catalog format when it cannot be guessed")
-    p.add_argument("--name", default=None, help="suite name (default and only choice: DIR's name)")
+    p.add_argument("--name", default=None, help="suite name (default: DIR's name)")
     p.add_argument("--force", action="store_true", help="write into a non-empty DIR, replacing the files init writes")
     p.set_defaults(func=_init)
     p = sub.add_parser("check", help="validate a suite: schemas, expected calls, and an oracle replay of every task")

@@ -111,8 +111,32 @@ def user_suite_roots() -> list[Path]:
     return [Path(p) for p in os.environ.get(SUITES_ENV, "").split(os.pathsep) if p]
 
 
-def _suite_folders(root: Path) -> dict[str, Path]:
-    return {p.parent.name: p.parent for p in sorted(root.glob("*/suite.yaml"))}
+def _suite_folders(root: Path, declared: bool = False) -> dict[str, Path]:
+    """The suites in ``root`` by folder name.
+
+    ``declared``: also by the ``name:`` of a suite.yaml that differs (``surfbench init --name``: a suite
+    named apart from its folder).
+    """
+    found = {p.parent.name: p.parent for p in sorted(root.glob("*/suite.yaml"))}
+    if declared:
+        for folder in list(found.values()):
+            own = _declared_name(folder / "suite.yaml")
+            if own and own not in found:
+                found[own] = folder
+    return found
+
+
+def _declared_name(path: Path) -> str | None:
+    """The top-level ``name:`` of a suite.yaml (None when it has none, or the file cannot be read)."""
+    import re
+
+    try:
+        with path.open(encoding="utf-8") as fh:
+            head = fh.read(65536)
+    except OSError:
+        return None
+    match = re.search(r"^name:[ \t]*['\"]?([A-Za-z0-9][A-Za-z0-9_-]*)['\"]?[ \t]*(?:#.*)?$", head, re.MULTILINE)
+    return match.group(1) if match else None
 
 
 def _sources(kind: str) -> list[tuple[str, dict[str, Any]]]:
@@ -120,7 +144,7 @@ def _sources(kind: str) -> list[tuple[str, dict[str, Any]]]:
     user: dict[str, Any] = {}
     if kind == "suites":
         for root in user_suite_roots():
-            user = _suite_folders(root) | user  # the first root that has a name wins
+            user = _suite_folders(root, declared=True) | user  # the first root that has a name wins
     builtin: dict[str, Any] = _suite_folders(SHIPPED_TASKS) if kind == "suites" else dict(BUILTIN[kind])
     return [
         ("registered", _REGISTERED[kind]),

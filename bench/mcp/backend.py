@@ -6,7 +6,7 @@ as it is (text, else structured content); ``isError`` becomes a tool error carry
 message; a call past ``call_timeout_s`` is a ``tool_timeout`` tool error; a server that ends
 mid-episode is a harness error (``McpServerDied``), which the runner retries per ``episode_retries``
 on a fresh server. ``state()`` is what the suite's state function reads from the working copy
-(``state: file.py:function``, called with its path), else the calls made.
+(``state: file.py:function``, called with its path; with ``live_data``, that folder's), else the calls made.
 """
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ class McpBackend:
 
     def state(self) -> dict[str, Any]:
         """The suite's state function over the working copy, else the calls made (with their outcome)."""
-        if self.state_fn is not None:
-            return self.state_fn(self.workdir)
+        if self.state_fn is not None:  # on live data (init --live-data): the folder itself
+            return self.state_fn(Path(self.server.live_data) if self.server.live_data else self.workdir)
         return {"calls": [dict(c) for c in self.calls]}
 
     def close(self) -> None:

@@ -6,6 +6,7 @@ same content hash; a run over a live server compares against a pinned file and w
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -45,18 +46,27 @@ class LiveCatalog:
 class Workdir:
     """A fresh working copy of a fixture folder (an empty folder without one), removed on close.
 
-    ``setup`` (``path.py:function``, the server's ``setup``) is then called with its path, before any
-    server starts on it; McpError naming the hook when it fails (the copy is removed).
+    The copy's path is the same for every episode (see :mod:`surfbench.bench.mcp.slots`): the lowest free
+    slot of this fixture, emptied and filled again, so a server that echoes its paths answers identical
+    calls identically and the response cache serves a rerun. ``setup`` (``path.py:function``, the
+    server's ``setup``) is then called with its path, before any server starts on it; McpError naming
+    the hook when it fails (the copy is removed).
     """
 
     def __init__(self, fixture: str | None, setup: str | None = None) -> None:
-        self.path: Path | None = Path(tempfile.mkdtemp(prefix="surfbench-mcp-")) / (
-            Path(fixture).name if fixture else "work"
-        )
-        if fixture:
-            shutil.copytree(fixture, self.path, symlinks=True)
-        else:
-            self.path.mkdir()
+        from surfbench.bench.mcp.slots import Slot
+
+        name = Path(fixture).name if fixture else "work"
+        self._slot: Slot | None = Slot.claim(slot_key(fixture, setup))
+        self.path: Path | None = self._slot.folder / name
+        try:
+            if fixture:
+                shutil.copytree(fixture, self.path, symlinks=True)
+            else:
+                self.path.mkdir()
+        except BaseException:
+            self.close()
+            raise
         if setup:
             try:
                 load_setup(setup)(self.path)
@@ -65,10 +75,17 @@ class Workdir:
                 raise McpError(setup, f"setup failed: {type(exc).__name__}: {exc}") from None
 
     def close(self) -> None:
-        """Remove the copy."""
-        if self.path is not None:
-            shutil.rmtree(self.path.parent, ignore_errors=True)
-            self.path = None
+        """Remove the copy (and give its slot back)."""
+        if self._slot is not None:
+            self._slot.release()
+            self._slot = None
+        self.path = None
+
+
+def slot_key(fixture: str | None, setup: str | None) -> str:
+    """The folder of a fixture's slots: a hash of the fixture's real path and the setup hook."""
+    real = str(Path(fixture).resolve()) if fixture else ""
+    return hashlib.sha256(f"{real}\0{setup or ''}".encode()).hexdigest()[:12]
 
 
 def catalog_from_listing(listing: ToolList, source: str, name: str | None) -> Catalog:

@@ -3,12 +3,16 @@
 A suite names its server in ``suite.yaml`` under ``catalog: {mcp: {...}}``; the CLI builds one from
 ``--mcp "COMMAND ARGS..."`` or ``--mcp-url URL``. ``{workdir}`` and ``{scenario}`` in ``args``,
 ``env`` values and ``cwd`` are replaced per episode (a fresh working copy of ``fixture``, and the
-task's scenario), so one spec serves every episode. ``setup`` (``file.py:function``) builds in each
-fresh working copy what a folder cannot hold (a git repository's ``.git``) before the server starts.
+task's scenario), so one spec serves every episode; ``{suite}`` by the suite's folder (a path
+written relative to the suite, such as a server script next to it, resolves wherever surfbench runs).
+``setup`` (``file.py:function``) builds in each fresh working copy what a folder cannot hold (a git
+repository's ``.git``) before the server starts. ``live_data`` names a folder the server works on
+directly (``surfbench init --live-data``): no copy, its writes are real; ``surfbench check`` lists them.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from collections.abc import Mapping
@@ -63,6 +67,11 @@ class ServerSpec:
     reset_tool: str | None = None
     """A declared reset: a tool called with ``{"scenario": NAME}`` between episodes instead of starting a
     fresh server; hidden from the catalog. None: a fresh server (and working copy) per episode."""
+    live_data: str | None = None
+    """A folder the server works on itself, not a copy (``init --live-data``): writes change it; resolved
+    against the suite. ``check`` says what its calls changed there. Not part of the identity."""
+    suite_dir: str | None = None
+    """What ``{suite}`` stands for: the suite's folder (set when a suite loads; None: left as written)."""
 
     @property
     def setup_name(self) -> str | None:
@@ -97,6 +106,8 @@ class ServerSpec:
         """argv, extra env and cwd with ``{workdir}`` and ``{scenario}`` replaced."""
 
         def fill(text: str) -> str:
+            if "{suite}" in text and self.suite_dir is not None:  # a path relative to the suite, made whole
+                text = os.path.normpath(text.replace("{suite}", self.suite_dir))
             return text.replace("{workdir}", str(workdir or "")).replace("{scenario}", scenario or "default")
 
         program = sys.executable if self.command in ("python", "python3") else fill(str(self.command))
@@ -130,6 +141,7 @@ KEYS = (
     "startup_timeout_s",
     "call_timeout_s",
     "reset_tool",
+    "live_data",
 )
 
 
@@ -150,7 +162,7 @@ def from_mapping(data: Any, where: str, folder: Path | None = None) -> ServerSpe
     command, url = data.get("command"), data.get("url")
     if (command is None) == (url is None):
         raise ValueError(f"{where}: mcp needs exactly one of 'command' (a stdio server) or 'url' (streamable HTTP)")
-    for key in ("command", "url", "cwd", "fixture", "setup", "reset_tool"):
+    for key in ("command", "url", "cwd", "fixture", "setup", "reset_tool", "live_data"):
         if data.get(key) is not None and (not isinstance(data[key], str) or not data[key].strip()):
             raise ValueError(f"{where}: mcp.{key} must be a non-empty string, got {data[key]!r}")
     args = data.get("args") or []
@@ -175,6 +187,11 @@ def from_mapping(data: Any, where: str, folder: Path | None = None) -> ServerSpe
         if not path.is_dir():
             raise ValueError(f"{where}: mcp.fixture {fixture!r}: no folder {path}")
         fixture = str(path)
+    live = data.get("live_data")
+    if live is not None and folder is not None:
+        if not (folder / live).is_dir():
+            raise ValueError(f"{where}: mcp.live_data {live!r}: no folder {folder / live}")
+        live = str((folder / live).resolve())
     setup = _setup(data.get("setup"), where, folder)
     cwd = data.get("cwd")
     if cwd is not None and folder is not None and not cwd.startswith("{") and (folder / cwd).is_dir():
@@ -189,6 +206,8 @@ def from_mapping(data: Any, where: str, folder: Path | None = None) -> ServerSpe
         fixture=fixture,
         setup=setup,
         reset_tool=data.get("reset_tool"),
+        live_data=live,
+        suite_dir=str(folder.resolve()) if folder is not None else None,
         **times,
     )
 

@@ -83,6 +83,7 @@ from surfbench.bench.base.taxonomy import ErrorType
 from surfbench.bench.contracts import plugins
 from surfbench.bench.contracts.program import PROGRAM_META
 from surfbench.bench.contracts.records import CallRecord, EpisodeTrace
+from surfbench.bench.suites.call_matching import match_expected
 from surfbench.bench.suites.fields import SuiteError
 from surfbench.bench.suites.matchers import Mismatch, match_object, match_value, scalar_equal
 
@@ -192,6 +193,42 @@ def check_answer(answer: Mapping[str, Any], text: str | None) -> str | None:
     return None
 
 
+RESULT_KEYS = ("contains", "any_of", "regex")
+"""The answer checks that name what the answer must say, and so what a tool result may say too."""
+
+
+def judged_on_results(task: Task) -> bool:
+    """A read task whose answer names words (``contains``, ``any_of``, ``regex``).
+
+    Not a should-refuse task, and not a write task (tagged ``write``, or with state checks), which its
+    state checks judge.
+    """
+    if task.refuse or "should-refuse" in task.tags or not any(task.answer.get(k) for k in RESULT_KEYS):
+        return False
+    return "read" in task.tags or ("write" not in task.tags and not task.state)
+
+
+def answer_in_results(answer: Mapping[str, Any], results: Sequence[str]) -> str:
+    """The task's answer check applied to the text of the tool results: "" when they satisfy it, else why not.
+
+    What ``surfbench check`` asks of a live server: can a model that reads these results give an answer
+    that passes? A word the results never contain must come from elsewhere (a count, a yes or no: fine;
+    a typo or a value the server does not hold: a task that no model can pass honestly).
+    """
+    text = "\n".join(results)
+    low = " ".join(text.split()).casefold()
+    missing = [str(n) for n in answer.get("contains") or [] if str(n).casefold() not in low]
+    if missing:
+        return f"never say {', '.join(map(repr, missing))}"
+    any_of = [str(n) for n in answer.get("any_of") or []]
+    if any_of and not any(n.casefold() in low for n in any_of):
+        return f"say none of {', '.join(map(repr, any_of))}"
+    pattern = answer.get("regex")
+    if pattern and not re.search(str(pattern), text, re.IGNORECASE | re.DOTALL):
+        return f"do not match /{pattern}/"
+    return ""
+
+
 def arg_problems(expected: ExpectedCall, call: CallRecord) -> list[Mismatch]:
     """How a call's arguments miss the expected call's matchers (empty: they match).
 
@@ -203,34 +240,16 @@ def arg_problems(expected: ExpectedCall, call: CallRecord) -> list[Mismatch]:
     return min(tries, key=len)
 
 
-def _calls_matched(task: Task, executed: Sequence[CallRecord]) -> str | None:
-    """None when every expected call is matched by a successful executed call (in order if ordered)."""
-    used: set[int] = set()
-    cursor = 0
-    for exp in task.expected:
-        candidates = [
-            i
-            for i, c in enumerate(executed)
-            if i not in used and c.operation in exp.ops and (task.order == "any" or i >= cursor)
-        ]
-        hit = next((i for i in candidates if not arg_problems(exp, executed[i])), None)
-        if hit is None:
-            return f"expected call {exp.label} not matched by any successful call"
-        used.add(hit)
-        cursor = hit + 1
-    return None
-
-
 def calls_check(task: Task, trace: EpisodeTrace, context: CheckContext) -> CheckResult:
     """Expected calls matched by successful calls (and, with ``exact_calls``, no call more or fewer)."""
     if not (task.expected and task.needs_calls):
         return CheckResult("calls", None)
-    why = _calls_matched(task, context.executed)
+    why, wanted = match_expected(task, context.executed)  # wanted: the calls the matched alternatives take
     errors: tuple[str, ...] = ()  # an unmatched call already has its first try's error type
     made = sum(1 for c in trace.calls if c.meta != PROGRAM_META)  # code mode's run_code only carries the calls it makes
-    if why is None and task.exact_calls and made != len(task.expected):
-        why = f"expected exactly {len(task.expected)} call(s), the model made {made}"
-        errors = (ErrorType.UNEXPECTED_CALL if made > len(task.expected) else ErrorType.MISSING_CALL,)
+    if why is None and task.exact_calls and made != wanted:
+        why = f"expected exactly {wanted} call(s), the model made {made}"
+        errors = (ErrorType.UNEXPECTED_CALL if made > wanted else ErrorType.MISSING_CALL,)
     return CheckResult("calls", why is None, why, errors)
 
 

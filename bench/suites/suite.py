@@ -9,6 +9,7 @@ is one SuiteError naming the file.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from surfbench.bench.contracts import plugins
 from surfbench.bench.suites.checks import load_check
 from surfbench.bench.suites.fields import SuiteError, read_yaml
 from surfbench.bench.suites.format_checks import check_against_catalog, steps_per, suite_file, task_from
+from surfbench.bench.suites.policy import make_policy
 from surfbench.bench.suites.suite_model import (
     ANSWER_KEYS,
     CALL_KEYS,
@@ -107,8 +109,20 @@ def _locate(name_or_path: str) -> tuple[Path, str | None]:
         try:
             folder = plugins.lookup("suites", name_or_path)
         except plugins.UnknownPlugin as exc:  # unknown suite 'forg'; did you mean forge? (known: ...)
-            raise SuiteError(f"{exc}; no {folder / 'suite.yaml'} either") from None
+            raise SuiteError(f"{exc}; {searched(folder)}") from None
     return folder, variant
+
+
+def searched(folder: Path) -> str:
+    """Where a suite name was looked for, and how to make a suite folder found (the end of a not-found error)."""
+    env = plugins.SUITES_ENV
+    roots = plugins.user_suite_roots()
+    given = f"{env}={os.pathsep.join(map(str, roots))}" if roots else f"{env} (not set)"
+    return (
+        f"searched: {given}, installed packages' surfbench.suites entry points, {plugins.SHIPPED_TASKS}, "
+        f"and {folder / 'suite.yaml'} (relative to {Path.cwd()}); for a suite folder elsewhere, give its path "
+        f"(suite=path/to/{folder.name}) or add its parent folder to {env} (export {env}=path/to)"
+    )
 
 
 def load_suite(name_or_path: str) -> Suite:
@@ -144,6 +158,8 @@ def _from_file(spec: SuiteFile, folder: Path, path: Path) -> dict[str, Any]:
         "error_types": spec.error_types,
         "tags": spec.tags,
         "checks": tuple(_check_spec(c, folder, path, i) for i, c in enumerate(spec.checks)),
+        "policy": spec.policy,
+        "passthrough": spec.passthrough,
     }
 
 
@@ -228,6 +244,9 @@ def _check_loaded(suite: Suite, path: Path, *, args: bool) -> None:
         _ = suite.catalog
     except CatalogError as exc:
         raise SuiteError(f"{path}: catalog: {exc}") from None
+    policy = make_policy(suite.policy)
+    if policy is not None:  # a selector naming no operation or category of the catalog: a typo, said at load
+        policy.check(suite.catalog, str(path))
     for task in suite.tasks:
         check_against_catalog(
             f"{task.source}: task {task.id!r}",

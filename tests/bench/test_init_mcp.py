@@ -48,6 +48,7 @@ def test_init_writes_a_live_suite_pinned_to_the_answer_as_sent(suite_dir: Path):
     assert sorted(p.name for p in suite_dir.iterdir()) == [
         "README.md",
         "configs",
+        "gate.yaml",
         "suite.yaml",
         "tasks.yaml",
         "tools.json",
@@ -56,7 +57,8 @@ def test_init_writes_a_live_suite_pinned_to_the_answer_as_sent(suite_dir: Path):
     assert (suite_dir / "tools.json").read_bytes() == live_catalog(from_command(COMMAND)).snapshot()
     raw = yaml.safe_load((suite_dir / "suite.yaml").read_text())
     assert raw["backend"] == "mcp" and raw["catalog"]["pinned"] == "tools.json"
-    assert raw["catalog"]["mcp"] == {"command": sys.executable, "args": [str(TINY), "ok", MARK]}
+    # its arguments name no folder: nothing to copy, the server starts in a fresh empty folder per episode
+    assert raw["catalog"]["mcp"] == {"command": sys.executable, "args": [str(TINY), "ok", MARK], "cwd": "{workdir}"}
     suite = load_suite(str(suite_dir))  # lists the live server again: same catalog as the pin
     assert suite.backend_spec == "mcp" and suite.mcp.pinned == suite_dir / "tools.json"
     assert (suite.mcp.server.command, suite.mcp.server.args) == (sys.executable, (str(TINY), "ok", MARK))
@@ -69,15 +71,18 @@ def test_init_writes_a_live_suite_pinned_to_the_answer_as_sent(suite_dir: Path):
     assert "STARTING POINTS" in tasks and "canned:" not in tasks and tasks.count("# - id: ") == 5
     assert yaml.safe_load((suite_dir / "configs" / "suite" / "tiny_demo.yaml").read_text()) == {"name": "tiny_demo"}
     readme = (suite_dir / "README.md").read_text()
-    for command in (
-        f"surfbench check {suite_dir}",
-        "surfbench surfaces --mcp '",
+    readme = " ".join(readme.split())
+    for command in (  # the suite is not below the folder init ran in: commands from the suite's parent
+        "surfbench check tiny_demo",
+        "surfbench surfaces --catalog tiny_demo/tools.json --format mcp --name tiny_demo",
         "surfbench run -m suite=tiny_demo surface=full,dispatcher,preselect,search model=qwen2.5-coder-0.5b-instruct",
-        "surfbench report results/<run>",
-        f"SURFBENCH_SUITES={suite_dir.parent}",
-        f"SURFBENCH_CONFIGS={suite_dir / 'configs'}",
+        "surfbench run suite=tiny_demo surface=full model=oracle",
+        "surfbench report results/tiny_demo",
+        "surfbench gate --criteria tiny_demo/gate.yaml results/tiny_demo",
+        "export SURFBENCH_SUITES=. SURFBENCH_CONFIGS=tiny_demo/configs",
     ):
         assert command in readme
+    assert str(suite_dir) not in readme
     assert processes_with(MARK) == []
 
 
@@ -86,8 +91,9 @@ def test_check_says_per_task_what_the_live_server_answered(
 ):
     assert cli_main(["check", str(suite_dir)]) == 0
     out = capsys.readouterr().out
-    assert f"live MCP server {COMMAND}" in out and "  smoke-echo: echo: no error" in out
-    assert "not checked: that its answers are what a task means" in out and "ok: 2 tasks, oracle solves 2/2" in out
+    assert f"live MCP server {COMMAND}" in out and '  smoke-echo: echo -> "example"' in out
+    assert "each read task's answer words occur in what the server returned (0 flagged)" in out
+    assert "ok: 2 tasks, oracle solves 2/2" in out
 
     folder = tmp_path / "tiny_demo"  # the example edited to a call the server answers with an error
     shutil.copytree(suite_dir, folder)
@@ -124,23 +130,25 @@ def test_the_live_suite_runs_through_the_cli_on_the_oracle(suite_dir: Path, tmp_
     assert processes_with(MARK) == []
 
 
-def test_python_stays_python_and_relative_paths_stay_as_given(
+def test_python_stays_python_and_relative_paths_become_relative_to_the_suite(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
     monkeypatch.chdir(TINY.parent)
     folder = tmp_path / "rel_demo"
     assert cli_main(["init", "--mcp", f"python {TINY.name} ok {MARK}", str(folder)]) == 0
+    written = "{suite}/" + os.path.relpath(TINY, folder)
     assert yaml.safe_load((folder / "suite.yaml").read_text())["catalog"]["mcp"] == {
         "command": "python",
-        "args": [TINY.name, "ok", MARK],
+        "args": [written, "ok", MARK],
+        "cwd": "{workdir}",
     }
+    assert f"argument {TINY.name} written as {written}" in capsys.readouterr().out
     readme = " ".join((folder / "README.md").read_text().split())
-    assert (
-        f"relative paths (`{TINY.name}`) are written as given" in readme and f"`init` ran in `{TINY.parent}`" in readme
+    assert f"Relative paths among its arguments are written relative to this folder: `{TINY.name}` -> `{written}`" in (
+        readme
     )
-    assert "surfbench run` starts in" in readme
-    capsys.readouterr()
-    assert cli_main(["check", str(folder)]) == 0  # from the folder init ran in, the path resolves
+    monkeypatch.chdir(tmp_path)  # anywhere: the path resolves from the suite's folder
+    assert cli_main(["check", str(folder)]) == 0
     assert "ok: 2 tasks, oracle solves 2/2" in capsys.readouterr().out
     assert processes_with(MARK) == []
 
@@ -178,17 +186,18 @@ def test_init_over_mcp_server_git(tmp_path: Path, capsys: pytest.CaptureFixture[
         "-m",
         "mcp_server_git",
         "--repository",
-        str(repo),
+        "{workdir}",  # the repository was copied into the suite: every episode serves a fresh copy
     )
+    assert (folder / "fixture" / ".git").is_dir() and (folder / "fixture" / "a.txt").read_text() == "hello\n"
     assert len(suite.catalog) == 12 and suite.tasks[0].id == "smoke-git-status"  # read-only, per its annotations
     assert "git_status is marked read-only" in (folder / "tasks.yaml").read_text()
     # the placeholder repo_path is refused by the server until edited: the edited task passes the check
     text = (folder / "tasks.yaml").read_text()
-    (folder / "tasks.yaml").write_text(text.replace("args: {repo_path: example}", f"args: {{repo_path: {repo}}}", 1))
+    (folder / "tasks.yaml").write_text(text.replace("args: {repo_path: example}", "args: {repo_path: .}", 1))
     capsys.readouterr()
     assert cli_main(["check", str(folder)]) == 0
     out = capsys.readouterr().out
-    assert "  smoke-git-status: git_status: no error" in out and "ok: 2 tasks, oracle solves 2/2" in out
+    assert '  smoke-git-status: git_status -> "Repository status:' in out and "ok: 2 tasks, oracle solves 2/2" in out
     assert processes_with(str(repo)) == []
 
 
@@ -213,7 +222,9 @@ def test_init_over_streamable_http(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         raw = yaml.safe_load((folder / "suite.yaml").read_text())
         assert raw["catalog"]["mcp"] == {"url": url, "headers": {"Authorization": "MY_TOKEN"}}
         readme = (folder / "README.md").read_text()
-        assert f"surfbench surfaces --mcp-url {url} --mcp-header Authorization=MY_TOKEN" in readme
+        head = "Written by `surfbench init --mcp-url` for a server with 2 tools, as suite.yaml starts it:"
+        assert f"{head}\n\n    {url}" in readme
+        assert "surfbench surfaces --catalog http_demo/tools.json --format mcp --name http_demo" in readme
         assert "`MY_TOKEN`" in readme and TOKEN not in readme + (folder / "suite.yaml").read_text()
         assert load_suite(str(folder)).mcp.server.url == url
     finally:

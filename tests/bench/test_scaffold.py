@@ -39,7 +39,9 @@ def test_init_writes_a_suite_with_its_config_readme_catalog_and_commented_exampl
     assert (suite_dir / suite["catalog"]).read_bytes() == GITEA.read_bytes()
     assert yaml.safe_load((suite_dir / "configs" / "suite" / "gitea_demo.yaml").read_text()) == {"name": "gitea_demo"}
     readme = (suite_dir / "README.md").read_text()
-    assert f"SURFBENCH_SUITES={suite_dir.parent}" in readme and f"SURFBENCH_CONFIGS={suite_dir / 'configs'}" in readme
+    # commands from the suite's parent (it is not below the folder init ran in), never an absolute path
+    assert "export SURFBENCH_SUITES=. SURFBENCH_CONFIGS=gitea_demo/configs" in readme and str(suite_dir) not in readme
+    assert "surfbench check gitea_demo" in readme
     text = (suite_dir / "tasks.yaml").read_text()
     examples = [line for line in text.splitlines() if line.startswith("# - id: ")]
     assert len(examples) == 5
