@@ -65,9 +65,13 @@ def with_usage(turn: ModelTurn, request: ModelRequest) -> ModelTurn:
 class OracleClient:
     """For tests of sweeps, reports and gates: replays each task's reference calls.
 
-    It finds the task by the first user message, calls each expected operation (as a typed tool when
-    one is shown, else through the dispatcher tool; of a ``one_of``, the first alternative, whose op and
-    args the expected call carries), then answers with the task's answer words.
+    It finds the task by the first user message and calls each expected operation (as a typed tool when
+    one is shown, else through the dispatcher tool), then answers with the task's answer words. Of a
+    ``one_of`` it replays the first alternative the surface can reach: every call of it is a tool shown,
+    or there is a dispatcher; on ``preselect``, the first whose operations are among those shown; on
+    ``search``, it first searches with the user's message, and the hits are what is shown. When no
+    alternative is reachable it gives up ("I cannot do that with these tools."), so a plumbing run of
+    the oracle on a retrieval surface fails exactly the expected calls that retrieval missed.
     Results it produces are labelled scripted in run.json and in reports: never a measurement.
     """
 
@@ -91,21 +95,30 @@ class OracleClient:
             time.sleep(self.delay_s)
         first_user = next((m["content"] for m in request.messages if m["role"] == "user"), "")
         names = {t.name for t in request.tools}
+        dispatcher = next((t.name for t in request.tools if t.name + "_help" in names), None)
         same_text = self.by_turn.get(first_user, [])  # BFCL repeats questions with other functions
         exact = [t for t in same_text if t.catalog is not None and set(t.catalog.names) == names]
-        task = next(iter(exact), None) or next((t for t in same_text if all(e.op in names for e in t.expected)), None)
+        task = next(iter(exact), None) or next(
+            (t for t in same_text if all(any(_shown(a, names) for a in e.alternatives) for e in t.expected)), None
+        )
         task = task or (same_text[0] if same_text else None)
-        done = sum(len(m.get("tool_calls") or []) for m in request.messages if m["role"] == "assistant")
-        user_turn = sum(1 for m in request.messages if m["role"] == "user") - 1
-        later = done < len(task.expected) and (task.expected[done].turn or 0) > user_turn if task else False
-        if task is None or done >= len(task.expected) or later:  # all done, or the rest is for a later turn
-            words = (
-                " ".join(map(str, (task.answer.get("contains", []) + task.answer.get("any_of", [])[:1])))
-                if task
-                else ""
-            )
-            return text_turn(words or "Done.")
+        if task is None:
+            return text_turn("Done.")
         catalog = self.suite.catalog_for(task)
+        search = next((t.name for t in request.tools if _is_search(t, catalog)), None)
+        made, searched = _made(request.messages, dispatcher, search)
+        plan, blocked = _plan(task.expected, names, dispatcher is not None, made)
+        done = len(made)
+        user_turn = sum(1 for m in request.messages if m["role"] == "user") - 1
+        turn = plan[done][1] if done < len(plan) else (blocked.turn if blocked is not None else None)
+        if (done >= len(plan) and blocked is None) or (turn or 0) > user_turn:  # all done, or later turns' calls
+            words = " ".join(map(str, (task.answer.get("contains", []) + task.answer.get("any_of", [])[:1])))
+            return text_turn(words or "Done.")
+        if done >= len(plan):  # no alternative of the next expected call is shown
+            if search is not None and not searched:
+                last_user = [m["content"] for m in request.messages if m["role"] == "user"][-1]
+                return with_usage(call_turn((search, {"query": last_user})), request)
+            return with_usage(text_turn("I cannot do that with these tools."), request)
 
         def reference(e: Any) -> dict[str, Any]:
             """The expected call's arguments; optional ones ("" accepted, not required) are left out."""
@@ -120,13 +133,72 @@ class OracleClient:
                 if k in required or not (isinstance(e.args.get(k), list) and "" in e.args[k])
             }
 
-        exp = task.expected[done]
+        exp = plan[done][0]
         args = reference(exp)
-        if task.exact_calls and all(e.op in names for e in task.expected):  # BFCL: every call in one answer
-            return with_usage(call_turn(*[(e.op, reference(e)) for e in task.expected]), request)
+        if task.exact_calls and blocked is None and all(s.op in names for s, _ in plan):  # BFCL: all in one answer
+            return with_usage(call_turn(*[(s.op, reference(s)) for s, _ in plan]), request)
         if exp.op in names:
             return with_usage(call_turn((exp.op, args)), request)
-        dispatcher = next((t.name for t in request.tools if t.name + "_help" in names), None)
-        if dispatcher:
-            return with_usage(call_turn((dispatcher, {"operation": exp.op, "args": args})), request)
+        if dispatcher:  # a pass-through parameter its tool takes (an instance) goes beside 'operation'
+            tool = next(t for t in request.tools if t.name == dispatcher)
+            lifted = set(tool.parameters.get("properties", {})) - {"operation", "args"}
+            top = {k: args.pop(k) for k in list(args) if k in lifted}
+            return with_usage(call_turn((dispatcher, {"operation": exp.op, "args": args, **top})), request)
         return with_usage(text_turn("I cannot do that with these tools."), request)
+
+
+def _shown(alternative: Any, names: set[str]) -> bool:
+    """Every call of the alternative is a tool shown."""
+    return all(s.op in names for s in alternative.steps)
+
+
+def _is_search(tool: Any, catalog: Any) -> bool:
+    """A meta tool that searches the catalog: not an operation, and its only argument is ``query``."""
+    props = tool.parameters.get("properties") if isinstance(tool.parameters, dict) else None
+    return tool.name not in catalog and isinstance(props, dict) and set(props) == {"query"}
+
+
+def _made(messages: Sequence[dict[str, Any]], dispatcher: str | None, search: str | None) -> tuple[list[str], bool]:
+    """The operations the conversation's calls named, and whether a search came after the last of them.
+
+    In order; a dispatcher call counts as the operation it routes to; searches are left out.
+    """
+    import json
+
+    made: list[str] = []
+    searched = False
+    for m in messages:
+        for call in (m.get("tool_calls") or []) if m["role"] == "assistant" else []:
+            name = call.get("function", {}).get("name")
+            if name == search:
+                searched = True
+                continue
+            if name == dispatcher:
+                try:
+                    routed = json.loads(call["function"].get("arguments") or "{}")
+                except ValueError:
+                    routed = {}
+                name = routed.get("operation", name) if isinstance(routed, dict) else name
+            made.append(str(name))
+            searched = False
+    return made, searched
+
+
+def _plan(expected: Sequence[Any], names: set[str], dispatch: bool, made: Sequence[str]) -> tuple[list[Any], Any]:
+    """The calls to replay, each with its user turn, and the expected call none of whose alternatives is reachable.
+
+    An expected call already started keeps the alternative its calls so far belong to; the next one takes the
+    first alternative the surface can reach (every call a tool shown, or through the dispatcher).
+    """
+    plan: list[tuple[Any, int | None]] = []
+    for exp in expected:
+        so_far = list(made[len(plan) :])
+        started = [
+            a for a in exp.alternatives if so_far and [s.op for s in a.steps][: len(so_far)] == so_far[: len(a.steps)]
+        ]
+        reachable = [a for a in exp.alternatives if dispatch or _shown(a, names)]
+        chosen = next(iter([a for a in started if a in reachable] or reachable), None)
+        if chosen is None:
+            return plan, exp
+        plan += [(s, exp.turn) for s in chosen.steps]
+    return plan, None

@@ -5,10 +5,11 @@ Measurements (they never decide success):
 - first-try argument accuracy: for each expected call, the first call the model made to that same
   operation (after routing; the k-th expected call of an operation pairs with the k-th call to it)
   passed the operation's schema and its arguments match the expected matchers (for a ``one_of``: the
-  first call to any alternative's operation, judged by that alternative's matchers);
+  first call to any alternative's operation, judged by that alternative's matchers; a sequence
+  alternative is right when each of its calls is: bench.score.first_try);
 - tool selection: the first call naming a canonical operation names the expected first operation
   (any expected operation when the task's order is ``any``: parallel calls have no first; any
-  alternative of a ``one_of``);
+  alternative of a ``one_of``, a sequence's first call, or any of its calls with ``any_order``);
 - recovered after error: an operation whose first call failed validation and a later call succeeded;
 - round trips, overhead round trips, boundary / protocol violations, parse failures, stable prefix.
 
@@ -23,18 +24,18 @@ answer, harness error), rejected calls, the suite's ``classify`` hook, parse fai
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from surfbench.bench.base.taxonomy import ErrorType
 from surfbench.bench.catalog.catalog import Catalog
 from surfbench.bench.contracts.records import CallRecord, EpisodeTrace
+from surfbench.bench.score.first_try import FirstTry
+from surfbench.bench.score.first_try import first_tries as compute_first_tries
 from surfbench.bench.suites.checks import (
     BUILTIN_CHECKS,
     Check,
     CheckResult,
-    arg_problems,
     check_answer,
     check_state,
     lookup,
@@ -43,22 +44,6 @@ from surfbench.bench.suites.checks import (
 from surfbench.bench.suites.suite import Task
 
 __all__ = ["EpisodeScore", "FirstTry", "check_answer", "check_state", "is_context_overflow", "lookup", "score_episode"]
-
-
-@dataclass(frozen=True)
-class FirstTry:
-    """The first attempt at one expected call."""
-
-    expected_index: int
-    operation: str
-    """The operation of that attempt: for a ``one_of``, the alternative the model picked (the first
-    alternative's when it called none)."""
-    correct: bool
-    error_type: str | None
-    """Why it was wrong (``missing_call``, ``schema_invalid``, ``wrong_value``, ...)."""
-    detail: str = ""
-    call_position: int | None = None
-    """Index into the episode's call list of that first attempt."""
 
 
 @dataclass(frozen=True)
@@ -94,37 +79,6 @@ class EpisodeScore:
         return self.first_try_correct / self.expected_calls if self.expected_calls else None
 
 
-def _first_tries(task: Task, calls: Sequence[CallRecord]) -> list[FirstTry]:
-    by_op: dict[str, list[int]] = {}
-    for pos, call in enumerate(calls):
-        if call.operation is not None:
-            by_op.setdefault(call.operation, []).append(pos)
-    seen: Counter[str] = Counter()
-    out = []
-    for i, exp in enumerate(task.expected):
-        # a one_of's first try is the earliest call to any alternative's operation not paired already
-        unpaired = {op: by_op[op][seen[op]] for op in exp.ops if seen[op] < len(by_op.get(op, []))}
-        if not unpaired:
-            seen[exp.op] += 1
-            missing = f"{exp.op} was never called" if len(exp.ops) == 1 else f"none of {', '.join(exp.ops)} was called"
-            out.append(FirstTry(i, exp.op, False, ErrorType.MISSING_CALL, missing))
-            continue
-        op = min(unpaired, key=lambda name: unpaired[name])
-        seen[op] += 1
-        pos = unpaired[op]
-        call = calls[pos]
-        if call.schema_valid is False:
-            out.append(FirstTry(i, op, False, ErrorType.SCHEMA_INVALID, f"{op}: arguments fail its schema", pos))
-            continue
-        problems = arg_problems(exp, call)
-        if problems:
-            first = problems[0]
-            out.append(FirstTry(i, op, False, first.error_type, f"{op}: {first.detail}", pos))
-        else:
-            out.append(FirstTry(i, op, True, None, "", pos))
-    return out
-
-
 def score_episode(
     task: Task,
     trace: EpisodeTrace,
@@ -144,7 +98,7 @@ def score_episode(
     calls = trace.calls
     failures: list[str] = []
     errors: list[str] = []
-    first_tries = _first_tries(task, calls)
+    first_tries = compute_first_tries(task, calls)
     for ft in first_tries:
         if not ft.correct and ft.error_type:
             errors.append(ft.error_type)
@@ -212,7 +166,7 @@ def _selection(task: Task, calls: Sequence[CallRecord], errors: list[str], failu
     if not task.expected:
         return None
     named = [c for c in calls if c.operation is not None]
-    firsts = {op for e in task.expected for op in e.ops} if task.order == "any" else set(task.expected[0].ops)
+    firsts = {op for e in task.expected for op in e.ops} if task.order == "any" else set(task.expected[0].first_ops)
     selection = bool(named) and named[0].operation in firsts
     if not selection:
         errors.append(ErrorType.WRONG_OPERATION)

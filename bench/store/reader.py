@@ -167,20 +167,35 @@ class Runs:
             for c in info["cells"]
         )
 
+    @property
+    def scripted_models(self) -> tuple[str, ...]:
+        """The models of the recorded cells that ran a scripted model (run.json's ``provider``), each once, sorted."""
+        return tuple(
+            sorted(
+                {
+                    str(c.get("model") or c.get("model_label") or "scripted")
+                    for info in self.infos.values()
+                    for c in info["cells"]
+                    if isinstance(c, Mapping) and c.get("provider") == "scripted"
+                }
+            )
+        )
+
     def cell(self, cell_id: str) -> RecordedCell | None:
         """The recorded cell of an episode's ``cell_id`` (None: not recorded, or an older identity)."""
         return next((c for c in self.cells if c.cell_id == cell_id), None)
 
 
-def load(*runs: RunPath, keep_newest: bool = False) -> Runs:
+def load(*runs: RunPath, keep_newest: bool = False, suites: bool = True) -> Runs:
     """Read run folders for analysis: typed cells and the episodes, steps and calls of their current identity.
 
     ``keep_newest``: an episode key committed twice counts its newest row (else that is an error naming the key).
+    ``suites``: also load today's suites to note the files changed since the run (False: read the folders only).
     Raises :class:`surfbench.bench.store.results.ResultsError` (one line naming the folder or file) when a folder is
     not a run, is damaged, or holds no episode.
     """
     folders = [os.fspath(r) for r in runs]
-    view = load_current(folders, keep_newest=keep_newest)
+    view = load_current(folders, keep_newest=keep_newest, suites=suites)
     cells, legacy = [], []
     for run, info in view.infos.items():
         cells += [RecordedCell.from_record(run, c) for c in latest_cells(info).values()]

@@ -199,7 +199,8 @@ BAD = [
     (f"[{{one_of: [{C}, {W}], op: create_issue}}]", "expected[0]: has both 'one_of' and op/args"),
     (f"[{{one_of: [{C}, {W}], turns: 0}}]", "expected[0]: unknown key 'turns' (did you mean 'turn'?)"),
     (f"[{{one_of: [{C}, {{op: issue_write, turn: 0}}]}}]", f"{ALT}: 'turn' belongs to the expected call"),
-    (f"[{{one_of: [{C}, [issue_write]]}}]", f"{ALT}: an alternative needs an 'op'"),
+    (f"[{{one_of: [{C}, 42]}}]", f"{ALT}: an alternative needs an 'op'"),
+    (f"[{{one_of: [{C}, [issue_write]]}}]", f"{ALT}: a sequence alternative needs a list of two or more calls"),
     (f"[{{one_of: [{C}, {{op: issue_write, args: {{title: {{$regx: a}}}}}}]}}]", f"{ALT}.args.title: unknown matcher"),
     (f"[{{one_of: [{C}, {W}], turn: 3}}]", "expected[0]: turn must be a user turn index from 0 to 0"),
 ]  # fmt: skip

@@ -253,7 +253,7 @@ def test_a_criterion_without_evidence_is_no_evidence_and_revises(
     path = gate_file(
         tmp_path, baseline="dispatcher", candidates=["full"], criteria=[{"kind": "help_bytes_max", "value": 1536}]
     )
-    assert cli_main(["gate", "--criteria", str(path), str(run)]) == 1
+    assert cli_main(["gate", "--criteria", str(path), str(run), "--allow-scripted"]) == 1
     out = capsys.readouterr().out
     assert "| surface has no help payloads | no evidence |" in out, out
     assert "full on notes-oracle: revise" in out

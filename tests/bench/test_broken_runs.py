@@ -68,7 +68,7 @@ def run(made: Path, tmp_path: Path, configs: Path, monkeypatch: pytest.MonkeyPat
 
 
 def gate(configs: Path, run: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = cli_main(["gate", "--criteria", str(configs / "gate" / "broken.yaml"), str(run)])
+    code = cli_main(["gate", "--criteria", str(configs / "gate" / "broken.yaml"), str(run), "--allow-scripted"])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 

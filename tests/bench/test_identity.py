@@ -108,7 +108,7 @@ def test_the_gate_judges_with_the_surface_config_the_run_recorded(configs: Path,
             }
         )  # fmt: skip
     )
-    gate = cli(configs, "gate", "--criteria", str(gate_file), str(tmp_path / "g"))
+    gate = cli(configs, "gate", "--criteria", str(gate_file), str(tmp_path / "g"), "--allow-scripted")
     assert gate.returncode in (0, 1), gate.stderr[-2000:]
     used = [line for line in gate.stdout.splitlines() if line.startswith("surface config used")]
     assert len(used) == 1 and '"k": 10' in used[0] and "preselect[params.k=10]" in used[0], gate.stdout

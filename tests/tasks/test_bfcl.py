@@ -174,7 +174,7 @@ def test_bfcl_runs_through_the_same_report_and_gate(tmp_path: Path):
     assert "| bfcl:multiple |" in md.read_text()
     result = judge(Path("configs/gate/dsh.yaml"), [tmp_path / "run"])
     # the oracle solves every entry on every surface: nothing drops, nothing grows; core has no help tool,
-    # so the help-size criterion has no evidence there and cannot let it ship
-    assert result.decisions == {"dispatcher": "ship", "core": "revise"} and result.exit_code == 0
+    # so the help-size criterion has no evidence there and cannot let it ship; the exit code is the worst
+    assert result.decisions == {"dispatcher": "ship", "core": "revise"} and result.exit_code == 1
     help_core = [v for v in result.verdicts if v.candidate == "core" and v.criterion == "help_bytes_max"]
     assert [v.outcome for v in help_core] == ["no evidence"]
