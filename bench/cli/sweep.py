@@ -62,18 +62,54 @@ class CellRun:
     summary: CellSummary
 
 
+@dataclass(frozen=True)
+class Job:
+    """A cell ready to run: resolved, its model client made, its run folder prepared and run.json written."""
+
+    cell: Any
+    """The resolved cell (bench.run.cell.Cell)."""
+    store: Any
+    """Its run folder (bench.store.results.RunStore)."""
+    pool: Any
+    settings: Any
+    """The checked top-level settings (bench.run.overrides.RunSettings)."""
+    run_name: str
+
+
 def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> CellRun:
     """Run the cell one composed config describes; return it with its summary (what ``surfbench run`` prints)."""
-    from surfbench.bench.analysis.metrics import format_summary, summarize_cell
-    from surfbench.bench.run.overrides import run_settings
     from surfbench.bench.run.progress import make_progress
-    from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
-    from surfbench.bench.store.results import RunStore, environment_info, load_runs, safe_name
+    from surfbench.bench.run.runner import run_cell
+
+    job = prepare_job(cfg, choices, multirun)
+    new = run_cell(job.cell, job.pool, job.store, job.run_name, progress=make_progress(job.settings.progress))
+    return finish_job(job, len(new))
+
+
+def prepare_job(cfg: Any, choices: dict[str, str], multirun: bool, sequential: bool = False) -> Job:
+    """Everything before a cell's first episode: settings checked, the cell resolved, the run folder and run.json.
+
+    ``sequential``: the caller runs the cells batch by batch (``until_decided``, bench/cli/until_decided.py).
+    """
+    from surfbench.bench.base.config import ConfigError
+    from surfbench.bench.run.overrides import run_settings
+    from surfbench.bench.run.runner import CellSpec, resolve_cell
+    from surfbench.bench.store.results import RunStore, environment_info, safe_name
     from surfbench.bench.suites.grow import grow_fields
+    from surfbench.bench.suites.policy import RUN_WHERE, policy_mapping
+
+    def policy_layer(node: Any) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in policy_mapping(node, RUN_WHERE).items()}
 
     # every top-level override checked strictly (limit=1.5, no_cache=maybe, +foo=1 are errors naming
     # the override), before the pool, the store or run.json exist
     settings = run_settings(cfg)
+    if settings.until_decided and not sequential:  # Hydra's other launchers run each cell on its own
+        raise ConfigError(
+            f"until_decided={settings.until_decided}: a sequential run pairs its cells batch by batch in one "
+            "process: run it with Hydra's basic launcher (no hydra/launcher=...), e.g. surfbench run -m "
+            "surface=full,dispatcher until_decided=configs/gate/dsh-sequential.yaml budget=200"
+        )
     spec = CellSpec(
         suite=str(cfg.suite.get("name") or choices["suite"]) if cfg.get("suite") else choices["suite"],
         surface=choices["surface"],
@@ -89,6 +125,7 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> CellRun:
         retry_errors=settings.retry_errors,
         stop_on_repeat=settings.stop_on_repeat,
         backend_options=_options(cfg.get("backend_options")),
+        policy=policy_layer(cfg.get("policy")),  # bench.suites.policy: checked here, merged with the suite's
         **grow_fields(cfg.get("catalog")),
         concurrency=settings.concurrency,
     )
@@ -119,7 +156,15 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> CellRun:
         f"run {run_name}: {cell.label()} ({cell.mode}), {len(cell.tasks)} task(s) x {spec.repeats}",
         file=sys.stderr,
     )
-    new = run_cell(cell, pool, store, run_name, progress=make_progress(settings.progress))
+    return Job(cell, store, pool, settings, run_name)
+
+
+def finish_job(job: Job, new_episodes: int) -> CellRun:
+    """The cell's summary over its episodes in the run folder, printed; ``new_episodes``: how many ran now."""
+    from surfbench.bench.analysis.metrics import format_summary, summarize_cell
+    from surfbench.bench.store.results import load_runs
+
+    cell, store, spec = job.cell, job.store, job.cell.spec
     frame = load_runs([store.root])
     keys = {cell.episode_key(t, r) for t in cell.tasks for r in range(spec.repeats)}
     mine = frame[frame["episode_key"].isin(keys)]  # this cell's identity and today's tasks, nothing older
@@ -141,7 +186,7 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> CellRun:
         model=cell.model_cfg.name,
         folder=store.root,
         episodes=len(mine),
-        new_episodes=len(new),
+        new_episodes=new_episodes,
         summary=summary,
     )
 
@@ -203,6 +248,10 @@ def run_cells(composed: Composed) -> list[CellRun]:
 
     if composed.multirun:  # what Hydra's basic launcher logs, redacted
         print("\n".join(redact(line) for line in launch_lines(composed.cells)), flush=True)
+    if composed.cells and composed.cells[0].config.get("until_decided"):  # paired batches: bench/cli/until_decided.py
+        from surfbench.bench.cli.until_decided import run_until_decided
+
+        return run_until_decided(composed, prepare_job, finish_job, _user_error)
     done = []
     for cell in composed.cells:
         HydraConfig.instance().set_config(cell.config)  # ${hydra:...} resolves as under @hydra.main

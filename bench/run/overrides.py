@@ -18,7 +18,7 @@ import yaml
 from surfbench.bench.base.concurrency import MAX_CONCURRENCY
 from surfbench.bench.base.config import ConfigError, config_dir, shown
 
-SPLITS = ("dev", "test", "all")
+SPLITS = ("dev", "test", "synth", "all")  # synth: the tasks `surfbench synth` made (bench/suites/suite_model.py)
 MODES = ("native", "prompted")
 ORDERS = ("cache", "naive")
 PROGRESS = ("auto", "live", "plain")
@@ -43,6 +43,14 @@ class RunSettings:
     run: str | None
     concurrency: int | None = None
     """Episodes of a cell in flight at once; None: the model config's ``concurrency``."""
+    until_decided: str | None = None
+    """A gate criteria file: run the cells paired, batch by batch, until its sequential criteria are decided."""
+    budget: int | None = None
+    """With ``until_decided``: task pairs per comparison at most (None: every selected task)."""
+    batch: int = 10
+    """With ``until_decided``: tasks per batch (the criteria are tested after each)."""
+    order_seed: int = 0
+    """With ``until_decided``: the seed of the tasks' random order."""
 
 
 def known_settings() -> tuple[list[str], list[str]]:
@@ -157,4 +165,22 @@ def run_settings(cfg: Any) -> RunSettings:
         progress=str(progress),
         run=str(run) if run not in (None, "") else None,  # blank: derived from the cell, as before
         concurrency=_whole(cfg, "concurrency", None, 1, True, "the model config's", most=MAX_CONCURRENCY),
+        **_sequential(cfg),
     )
+
+
+def _sequential(cfg: Any) -> dict[str, Any]:
+    """``until_decided``, ``budget``, ``batch``, ``order_seed``, checked (a sequential run: bench/cli/until_decided)."""
+    from omegaconf import OmegaConf
+
+    gate = cfg.get("until_decided")
+    if gate is not None and (not isinstance(gate, str) or not gate.strip() or OmegaConf.is_config(gate)):
+        raise ConfigError(
+            f"until_decided={shown(gate)}: must be a gate criteria file, e.g. until_decided=configs/gate/dsh.yaml"
+        )
+    return {
+        "until_decided": gate or None,
+        "budget": _whole(cfg, "budget", None, 1, True, "every selected task"),
+        "batch": _count(cfg, "batch", 10, 1),
+        "order_seed": _count(cfg, "order_seed", 0, 0),
+    }

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import replace
 from typing import Any
 
 from surfbench.bench.base.concurrency import in_order
@@ -90,6 +91,8 @@ def resolve_cell(
         shipped = _shipped("model", spec.model)
         if shipped is not None:
             base_model = model_config(spec.model, shipped)
+            if base_model.provider == "scripted" and base_model.script_suite is None:  # model=oracle: this suite's
+                base_model = replace(base_model, script_suite=spec.suite)
             fields_ = [f for f in MODEL_IDENTITY_FIELDS if f != "mode"]  # the mode has its own column
             model_label = label(
                 model_cfg.name,
@@ -98,6 +101,8 @@ def resolve_cell(
             )
     if spec.grow:  # cells of a scale sweep differ only in their catalog: the label tells them apart
         surface_label = grown_label(surface_label, spec.grow)
+    if model_cfg.provider == "scripted" and model_cfg.script_suite is None:  # model=oracle: this cell's suite
+        model_cfg = replace(model_cfg, script_suite=spec.suite)
     return Cell(spec, suite, surface_cfg, surface, model_cfg, tasks, mode, surface_label, model_label, own_catalog)
 
 
@@ -138,8 +143,11 @@ def run_cell(
     run_name: str,
     progress: ProgressFn | None = None,
     client: ModelClient | None = None,
+    only: Collection[str] | None = None,
 ) -> list[EpisodeRow]:
     """Run every (task, repeat) of the cell not already in the store; return the episode rows run here.
+
+    ``only``: just the episodes with these keys (a batch of a sequential run, bench/cli/until_decided.py).
 
     Other processes may run the same cell into the same folder at once (``surfbench.bench.store.claims``): each episode
     is claimed before it runs, so they split the work and none runs twice. Episodes another live process
@@ -152,14 +160,15 @@ def run_cell(
     store.after_commit = claims.release  # a claim goes once its episode is committed (group commit too)
     try:
         if cell.spec.retry_errors:
-            again = retake_errored(claims, store, {cell.episode_key(t, r) for t, r in episode_order(cell)})
+            keys = {cell.episode_key(t, r) for t, r in episode_order(cell)}
+            again = retake_errored(claims, store, keys if only is None else keys & set(only))
             if again:
                 print(f"surfbench: {cell.label()}: running {len(again)} episode(s) again that ended in a "
                       "harness error", file=sys.stderr, flush=True)  # fmt: skip
                 done -= again
         todo = {cell.episode_key(t, r): (t, r) for t, r in episode_order(cell)}
-        todo = {key: episode for key, episode in todo.items() if key not in done}
-        total = len(cell.tasks) * cell.spec.repeats
+        total = len(cell.tasks) * cell.spec.repeats if only is None else len(set(todo) & set(only))
+        todo = {key: episode for key, episode in todo.items() if key not in done and (only is None or key in only)}
         finished = total - len(todo)
         if progress:
             progress(cell, finished, total, None)

@@ -1,0 +1,218 @@
+"""``surfbench run -m surface=full,core,dispatcher ... until_decided=GATE budget=N``: a run that stops once decided.
+
+The cells of the sweep run **paired, batch by batch**: the tasks every cell selected are put in a seeded random
+order (``order_seed``, bench.analysis.sequential_pairs.seeded_order), and each batch of ``batch`` tasks runs on
+every compared surface (each task with all its repeats) before the next batch starts. After each batch the gate
+file's sequential criteria are tested (bench.report.sequential_gate: an always-valid test, so looking after every
+batch keeps its error rate); a candidate whose criteria are all decided stops running (the baseline runs while
+any candidate on its model still needs it), and the run stops when every criterion is decided or ``budget``
+tasks have run, and says which. The design (gate, seed, batch, budget, order) and each look are recorded in
+the run folder's ``sequential.json``: ``surfbench gate --sequential`` reads the same order back, and a re-run of
+the same command resumes (its finished episodes are skipped, its looks found again).
+
+Within a batch the cells run one after another (sharing each model's server), each in its own episode order
+(``order=cache``): the pairing holds at every look, which is what the test needs.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from surfbench.bench.base.secrets import redact
+
+if TYPE_CHECKING:
+    from surfbench.bench.cli.compose import Composed
+    from surfbench.bench.report.sequential_gate import SequentialGate
+
+Job = Any
+"""bench.cli.sweep.Job: a prepared cell (its cell, store, pool, settings, run name)."""
+
+SHARED = ("until_decided", "budget", "batch", "order_seed", "run", "results_dir")
+"""Settings every cell of a sequential run must share (a sweep over one of them is refused)."""
+
+
+def run_until_decided(
+    composed: Composed,
+    prepare: Callable[..., Job],
+    finish: Callable[[Job, int], Any],
+    user_error: Callable[[Exception], bool],
+) -> list[Any]:
+    """Run the composed cells paired, batch by batch, until the gate's sequential criteria are decided.
+
+    ``prepare`` / ``finish``: bench.cli.sweep's ``prepare_job`` and ``finish_job`` (passed in, so that this
+    module does not import the one that calls it); ``user_error``: whether an error is the user's (no traceback).
+    Returns the cells' ``CellRun``s, or [] when the run was refused or a cell failed (marked as a failure).
+    """
+    from surfbench.bench.cli.session import mark_failure
+
+    try:
+        return _run(composed, prepare, finish)
+    except Exception as exc:  # a refused design or a failing cell ends the whole run: the pairing needs every cell
+        message = redact(f"until_decided: {exc}")
+        mark_failure(message)
+        print(f"surfbench: error: {message}", file=sys.stderr)
+        if not user_error(exc):
+            print(redact(traceback.format_exc()), file=sys.stderr)
+        return []
+
+
+def _check_design(composed: Composed) -> tuple[Any, Path, dict[str, Any]]:
+    """(settings, gate file, criteria) once the cells' shared settings and the gate's surfaces are checked."""
+    from surfbench.bench.base.config import ConfigError
+    from surfbench.bench.report.gate_criteria import load_criteria
+    from surfbench.bench.run.overrides import run_settings
+
+    first = composed.cells[0].task()
+    for cell in composed.cells[1:]:
+        other = cell.task()
+        differ = [key for key in SHARED if str(other.get(key)) != str(first.get(key))]
+        if differ:
+            raise ConfigError(f"{', '.join(differ)}: every cell of a sequential run must share it (no sweep over it)")
+    settings = run_settings(first)
+    gate = Path(str(settings.until_decided))
+    spec = load_criteria(gate)
+    if not any(c.sequential for c in spec["criteria"]):
+        raise ConfigError(
+            f"{gate}: no criterion is marked sequential: add `sequential: true` to the criteria to decide, "
+            "e.g. {kind: success_drop_max, value: 0.05, on_fail: close, sequential: true}"
+        )
+    surfaces = {cell.choices.get("surface", "") for cell in composed.cells}
+    baseline = str(spec.get("baseline", "full"))
+    candidates = [str(c) for c in spec.get("candidates") or []] or sorted(surfaces - {baseline})
+    missing = [s for s in [baseline, *candidates] if s not in surfaces]
+    if missing or not candidates:
+        wanted = ",".join([baseline, *candidates]) if candidates else f"{baseline},CANDIDATE"
+        raise ConfigError(
+            f"{gate} compares {', '.join(candidates) or 'a candidate'} against {baseline}: a sequential run needs "
+            f"them all in one sweep (missing: {', '.join(missing) or 'a candidate'}), e.g. "
+            f"surfbench run -m surface={wanted} until_decided={gate}"
+        )
+    extra = sorted(surfaces - {baseline, *candidates})
+    if extra:
+        raise ConfigError(f"surface(s) {', '.join(extra)}: not compared by {gate}; leave them out of the sweep")
+    return settings, gate, spec
+
+
+def _run(composed: Composed, prepare: Callable[..., Job], finish: Callable[[Job, int], Any]) -> list[Any]:
+    from hydra.core.hydra_config import HydraConfig
+
+    from surfbench.bench.analysis.sequential_pairs import SequentialRecord, read_record, seeded_order, task_key
+    from surfbench.bench.base.config import ConfigError
+    from surfbench.bench.cli.session import run_name_problem
+
+    HydraConfig.instance().set_config(composed.cells[0].config)  # ${hydra:...} resolves as under @hydra.main
+    settings, gate, spec = _check_design(composed)
+    problem = run_name_problem(composed.cells[0].task().get("run"))
+    if problem:
+        raise ConfigError(problem)
+    jobs: list[Job] = []
+    for cell in composed.cells:
+        HydraConfig.instance().set_config(cell.config)  # ${hydra:...} resolves as under @hydra.main
+        jobs.append(prepare(cell.task(), cell.choices, composed.multirun, sequential=True))
+    roots = {job.store.root for job in jobs}
+    if len(roots) > 1:
+        raise ConfigError(f"the cells write into {len(roots)} run folders: give them one, e.g. run=NAME")
+    root = roots.pop()
+    tasks = [{task_key(job.cell.suite.name, t.id): t for t in job.cell.tasks} for job in jobs]
+    common = set.intersection(*(set(t) for t in tasks))
+    if not common:
+        raise ConfigError("the cells select no task in common: a sequential run pairs the same tasks on each surface")
+    order = seeded_order(common, settings.order_seed)
+    budget = min(settings.budget or len(order), len(order))
+    if settings.budget and settings.budget > len(order):
+        print(f"until_decided: budget={settings.budget} is more than the {len(order)} tasks selected: the budget "
+              f"is {len(order)} pairs", file=sys.stderr)  # fmt: skip
+    name = str(spec.get("name", gate.stem))
+    record = SequentialRecord(str(gate), name, settings.order_seed, settings.batch, budget, order)
+    before = read_record(root)
+    if before is not None and before.design() != record.design():
+        raise ConfigError(
+            f"{root}/sequential.json records another sequential design (seed {before.seed}, batch {before.batch}, "
+            f"budget {before.budget}, {len(before.order)} tasks): resume it with the same settings and tasks, or "
+            "give this run another name (run=NAME)"
+        )
+    _write(root, record)
+    print(
+        f"until_decided {gate} ({name}): {len(order)} paired tasks in seeded random order (seed "
+        f"{settings.order_seed}), batches of {settings.batch}, budget {budget} pairs per comparison",
+        file=sys.stderr,
+    )
+    new = _batches(jobs, tasks, record, root, gate)
+    return [finish(job, count) for job, count in zip(jobs, new, strict=True)]
+
+
+def _write(root: Path, record: Any) -> None:
+    from surfbench.bench.analysis.sequential_pairs import write_record
+
+    write_record(root, record)
+
+
+def _batches(jobs: list[Job], tasks: list[dict[str, Any]], record: Any, root: Path, gate: Path) -> list[int]:
+    """Run batch after batch, testing after each; return each job's new episodes."""
+    from surfbench.bench.report.sequential_gate import format_sequential, judge_sequential
+    from surfbench.bench.run.progress import make_progress
+    from surfbench.bench.run.runner import run_cell
+
+    new = [0] * len(jobs)
+    needed = list(range(len(jobs)))
+    result: SequentialGate | None = None
+    pairs = 0
+    for start in range(0, record.budget, record.batch):
+        chunk = record.order[start : min(start + record.batch, record.budget)]
+        for i in needed:
+            job = jobs[i]
+            reps = range(job.cell.spec.repeats)
+            only = {job.cell.episode_key(tasks[i][k], r) for k in chunk for r in reps}
+            rows = run_cell(
+                job.cell, job.pool, job.store, job.run_name, progress=make_progress(job.settings.progress), only=only
+            )
+            new[i] += len(rows)
+        pairs = start + len(chunk)
+        result = judge_sequential(gate, [root], batch=record.batch, budget=record.budget)
+        record.looks.append(_look(result, pairs))
+        _write(root, record)
+        print(f"until_decided: after {pairs} pairs: {_progress_line(result)}", file=sys.stderr, flush=True)
+        if not result.undecided:
+            record.stopped = f"every criterion decided after {pairs} pairs per comparison"
+            break
+        needed = _still_needed(jobs, result)
+    else:
+        left = ", ".join(f"{v.candidate}/{v.model} {v.criterion.label}" for v in result.undecided) if result else ""
+        record.stopped = f"budget of {record.budget} pairs spent; undecided: {left}"
+    _write(root, record)
+    if result is not None:
+        print(format_sequential(result))
+    print(f"until_decided: stopped: {record.stopped}")
+    return new
+
+
+def _look(result: SequentialGate, pairs: int) -> dict[str, Any]:
+    named = [(f"{v.candidate}/{v.model}/{v.criterion.label}", v) for v in result.sequential]
+    return {
+        "pairs": pairs,
+        "decided": {n: {"outcome": v.outcome, "pairs": v.result.pairs} for n, v in named if v.decided},
+        "undecided": [n for n, v in named if not v.decided],
+    }
+
+
+def _progress_line(result: SequentialGate) -> str:
+    done = [v for v in result.sequential if v.decided]
+    shown = "; ".join(f"{v.candidate}/{v.model} {v.criterion.label} {v.outcome} at {v.result.pairs}" for v in done)
+    return f"{len(done)} of {len(result.sequential)} criteria decided" + (f" ({shown})" if shown else "")
+
+
+def _still_needed(jobs: list[Job], result: SequentialGate) -> list[int]:
+    """The jobs the undecided comparisons need: their candidate, and the baseline on their model."""
+    open_pairs = {(v.candidate, v.model) for v in result.undecided}
+    models = {model for _, model in open_pairs}
+    base = result.result.baseline
+    return [
+        i
+        for i, job in enumerate(jobs)
+        if (job.cell.surface_label, job.cell.model_label) in open_pairs
+        or (job.cell.surface_label == base and job.cell.model_label in models)
+    ]
