@@ -3,6 +3,12 @@
 The loader takes categories or operation names. Calling an operation before it was loaded and shown
 is a protocol violation: rejected (never reaches the backend) and recorded as ``not_loaded``. The
 seed (ollie-lessons-learned) reports that small models skip this step: this surface measures that.
+
+``delivery``: ``rewrite`` (the default) adds each loaded operation's typed tool to the tool block; ``append``
+keeps the tool block as it was (the request prefix stays the same, so a prompt cache keeps serving it) and
+returns the loaded operations' schemas in the loader's result instead; from the next turn they are callable by
+name, as hosted tool search delivers deferred tools. An endpoint that only accepts calls to the tools listed in
+the request (llama.cpp's tool-call grammar in native mode) cannot make those calls: use ``mode: prompted`` there.
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from surfbench.bench.base.validation import closest, short
+from surfbench.bench.catalog.catalog import Operation
+from surfbench.bench.catalog.wire import compact_json
 from surfbench.bench.contracts.surface import (
     BAD_META_CALL,
     NOT_LOADED,
@@ -28,6 +36,24 @@ from surfbench.surfaces import register
 from surfbench.surfaces.listing import render_listing
 
 LOADER = "load_tools"
+DELIVERIES = ("rewrite", "append")
+"""How loaded (or found) operations become callable: a rewritten tool block, or an append-only tool result."""
+
+
+def delivery(params: Mapping[str, Any], kind: str) -> str:
+    """The surface's ``delivery`` parameter, checked (``rewrite`` by default)."""
+    value = params.get("delivery", "rewrite")
+    if value not in DELIVERIES:
+        raise ValueError(f"surface {kind!r}: delivery={value!r} must be one of {', '.join(DELIVERIES)}")
+    return str(value)
+
+
+def schema_lines(surface: Surface, names: list[str]) -> list[str]:
+    """One compact JSON line per operation: its name, description and parameters (what the model calls it by)."""
+    return [
+        compact_json({"name": op.name, "description": op.description, "parameters": op.parameters})
+        for op in surface.catalog.subset(names)
+    ]
 
 
 class LazySession(Session):
@@ -36,11 +62,30 @@ class LazySession(Session):
         self.loaded: list[str] = []
         self.pending: list[str] = []
 
+    @property
+    def appends(self) -> bool:
+        """Loaded operations come as a tool result, callable by name; the tool block never changes."""
+        return getattr(self.surface, "delivery", "rewrite") == "append"
+
     def current_tools(self) -> list[ToolSpec]:
         self.loaded += [n for n in self.pending if n not in self.loaded]
         self.pending = []
+        if self.appends:
+            return self.surface.static_tools()
         ops = [self.surface.catalog[n] for n in self.loaded]
         return self.surface.static_tools() + [typed_tool(op) for op in ops]
+
+    def operations_shown(self) -> list[str]:
+        shown = super().operations_shown()
+        return list(dict.fromkeys([*shown, *self.loaded])) if self.appends else shown
+
+    def dispatch(self, call: ToolCall) -> Dispatch:
+        if not self._shown:
+            self.tools()
+        op = self.surface.catalog.get(call.name)
+        if self.appends and op is not None and call.name in self.loaded and call.name not in self._shown:
+            return self.surface.route(call.name, op, coerce_args(call.arguments), self.surface.typed_schema_hint(op))
+        return super().dispatch(call)
 
     def reject_unshown(self, call: ToolCall) -> Dispatch:
         if call.name in self.surface.catalog:
@@ -65,15 +110,19 @@ class LazySession(Session):
 class LazySurface(Surface):
     kind = "lazy"
     session_class = LazySession
-    allowed_params = frozenset({"listing"})
+    allowed_params = frozenset({"listing", "delivery"})
 
     def setup(self) -> None:
+        self.delivery = delivery(self.params, self.kind)
         listing = self.params.get("listing", "grouped")
         cats = self.catalog.categories
         text = render_listing(list(self.catalog.operations), listing)
         description = (
             "Load operations so that you can call them. Pass 'categories' to load whole categories or "
             "'names' to load single operations; loaded operations become callable tools on your next turn."
+            if self.delivery == "rewrite"
+            else "'names' to load single operations; the result gives their schemas, and from your next turn you "
+            "call them by name like any tool."
         )
         if text:
             description += f"\nOperations:\n{text}"
@@ -99,6 +148,16 @@ class LazySurface(Surface):
     @property
     def retrieves(self) -> bool:
         return True
+
+    def typed_schema_hint(self, op: Operation) -> str:
+        if self.delivery == "append":
+            return f"Its schema is in the {LOADER} result that loaded it."
+        return super().typed_schema_hint(op)
+
+    def notes(self) -> list[str]:
+        if self.delivery == "append":
+            return ["append delivery: loaded operations are called by name without being in the tool block"]
+        return []
 
 
 def _load(session: Session, call: ToolCall) -> Dispatch:
@@ -127,4 +186,6 @@ def _load(session: Session, call: ToolCall) -> Dispatch:
     text = f"Loaded {len(new)} operation(s), callable on your next turn: {', '.join(new) or 'none new'}."
     if problems:
         text += " " + "; ".join(problems) + "."
+    if session.appends and new:  # append delivery: the schemas come here, the tool block stays as it is
+        text += "\nCall them by name with these arguments:\n" + "\n".join(schema_lines(session.surface, new))
     return Dispatch("meta", call.name, text=text, meta="load", hits=ranked(dict.fromkeys(wanted)))

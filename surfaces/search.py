@@ -4,7 +4,9 @@ This is the tool-search / deferred-loading pattern.
 
 Calling an operation that no search returned yet is a protocol violation (``not_loaded``).
 Parameters: ``retriever`` (``bm25``, ``embedding``, ``hybrid``), ``top_n`` (hits per search),
-``threshold`` (least score of a hit) and ``min_k`` (at least this many hits when fewer clear it).
+``threshold`` (least score of a hit) and ``min_k`` (at least this many hits when fewer clear it), and
+``delivery`` (``rewrite``: hits join the tool block; ``append``: the tool block never changes and hits are called by
+name from the next turn, their schemas being in the search result: see :mod:`surfbench.surfaces.lazy`).
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from surfbench.bench.base.validation import short
+from surfbench.bench.catalog.catalog import Operation
 from surfbench.bench.catalog.retrieval import make_retriever, select_hits
-from surfbench.bench.catalog.wire import compact_json
 from surfbench.bench.contracts.surface import (
     BAD_META_CALL,
     NOT_LOADED,
@@ -28,7 +30,7 @@ from surfbench.bench.contracts.surface import (
     ranked,
 )
 from surfbench.surfaces import register
-from surfbench.surfaces.lazy import LazySession
+from surfbench.surfaces.lazy import LazySession, delivery, schema_lines
 
 SEARCH = "search_tools"
 
@@ -56,9 +58,10 @@ class SearchSession(LazySession):
 class SearchSurface(Surface):
     kind = "search"
     session_class = SearchSession
-    allowed_params = frozenset({"retriever", "top_n", "threshold", "min_k", "max_categories"})
+    allowed_params = frozenset({"retriever", "top_n", "threshold", "min_k", "max_categories", "delivery"})
 
     def setup(self) -> None:
+        self.delivery = delivery(self.params, self.kind)
         self.top_n = int(self.params.get("top_n", 5))
         self.threshold = float(self.params.get("threshold", 0.0))
         self.min_k = int(self.params.get("min_k", 0))
@@ -72,6 +75,9 @@ class SearchSurface(Surface):
             description=(
                 f"Search {len(self.catalog)} operations ({cats}) by what you want to do. Returns the best "
                 f"matches with their argument schemas; they become callable tools on your next turn."
+                if self.delivery == "rewrite"
+                else f"Search {len(self.catalog)} operations ({cats}) by what you want to do. Returns the best "
+                f"matches with their argument schemas; from your next turn you call them by name like any tool."
             ),
             parameters={
                 "type": "object",
@@ -91,6 +97,16 @@ class SearchSurface(Surface):
     def retrieves(self) -> bool:
         return True
 
+    def typed_schema_hint(self, op: Operation) -> str:
+        if self.delivery == "append":
+            return f"Its schema is in the {SEARCH} result that found it."
+        return super().typed_schema_hint(op)
+
+    def notes(self) -> list[str]:
+        if self.delivery == "append":
+            return ["append delivery: found operations are called by name without being in the tool block"]
+        return []
+
 
 def _search(session: Session, call: ToolCall) -> Dispatch:
     assert isinstance(session, SearchSession) and isinstance(session.surface, SearchSurface)
@@ -106,9 +122,7 @@ def _search(session: Session, call: ToolCall) -> Dispatch:
     returned = ranked(names, [h.score for h in hits])
     if not hits:
         return Dispatch("meta", call.name, text="No operation matches that query.", meta="search", hits=returned)
-    lines = [
-        compact_json({"name": op.name, "description": op.description, "parameters": op.parameters})
-        for op in surface.catalog.subset(names)
-    ]
-    text = "Matches (callable on your next turn):\n" + "\n".join(lines)
+    lines = schema_lines(surface, names)
+    when = "callable on your next turn" if surface.delivery == "rewrite" else "call them by name from your next turn"
+    text = f"Matches ({when}):\n" + "\n".join(lines)
     return Dispatch("meta", call.name, text=text, meta="search", hits=returned)

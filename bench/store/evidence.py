@@ -117,6 +117,7 @@ OPTIONAL_CELL_FIELDS: dict[str, tuple[type, ...]] = {
     "records_version": (int,),  # bench.store.recorded: what the run folder records beside the tables
     "suite_catalog_hash": (str,),
     "retrieves": (bool,),
+    "cache_profiles": (dict,),  # the model config's overrides of the cache model (bench.models.cache_profiles)
 }
 LEGACY_CELL_FIELDS = ("suite", "surface", "model")
 """What a cell recorded before cells had ids holds (the run's ``CellSpec``); ``mode`` (null: the model's) and

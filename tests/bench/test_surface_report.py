@@ -25,6 +25,7 @@ def independent_full_bytes() -> int:
 @pytest.fixture(scope="module")
 def rows(gitea96):
     names = ["full", "core", "dispatcher", "dispatcher_grouped", "lazy", "search", "preselect"]
+    names += ["lazy_append", "search_append"]  # the append-only variants (configs/surface/*_append.yaml)
     return {r.surface: r for r in surface_table(gitea96, [surface_config(n) for n in names])}
 
 
@@ -61,6 +62,14 @@ def test_tokens_are_counted_with_both_encodings(rows):
     full = rows["full"]
     assert 0 < full.tokens_o200k < full.tool_block_bytes
     assert full.tokens_cl100k > 0 and full.tokens_cl100k != full.tokens_o200k
+
+
+def test_append_variants_show_their_siblings_one_tool_and_say_how_they_deliver(rows):
+    for kind in ("lazy", "search"):
+        append, rewrite = rows[f"{kind}_append"], rows[kind]
+        assert append.tools == rewrite.tools == 1 and append.kind == kind
+        assert abs(append.tool_block_bytes - rewrite.tool_block_bytes) < 100  # only the tool's description differs
+        assert "append delivery" in append.note and "append" not in rewrite.note
 
 
 def test_request_dependent_surface_is_a_mean_over_probes(rows):
