@@ -41,6 +41,8 @@ class ErrorType(StrEnum):
     STUCK_REPEAT = "stuck_repeat"
     HARNESS_ERROR = "harness_error"
     CONTEXT_OVERFLOW = "context_overflow"
+    POLICY_DENIED = "policy_denied"
+    POLICY_REFUSED = "policy_refused"
 
 
 DESCRIPTIONS: dict[ErrorType, str] = {
@@ -65,6 +67,8 @@ DESCRIPTIONS: dict[ErrorType, str] = {
     ErrorType.STUCK_REPEAT: "stopped early: the same failing step sent stop_on_repeat times in a row",
     ErrorType.HARNESS_ERROR: "the harness itself failed (recorded with a traceback)",
     ErrorType.CONTEXT_OVERFLOW: "the conversation no longer fit the model's context window",
+    ErrorType.POLICY_DENIED: "a call to an operation the operation policy denies (never run; bench/suites/policy.py)",
+    ErrorType.POLICY_REFUSED: "a call to an operation the policy asks about, refused by the simulated user (never run)",
 }
 
 CORE: frozenset[str] = frozenset(e.value for e in ErrorType)

@@ -27,6 +27,7 @@ from surfbench.bench.store.identity import (
 )
 from surfbench.bench.store.identity import episode_key as make_episode_key
 from surfbench.bench.store.recorded import cell_records
+from surfbench.bench.suites.policy import Policy, cell_policy
 from surfbench.bench.suites.suite import Suite, Task
 
 
@@ -73,6 +74,8 @@ class CellSpec:
     concurrency: int | None = None
     """Episodes in flight at once (bench.base.concurrency); None: the model config's. Not part of the identity:
     it changes when a reply comes, never what it says."""
+    policy: dict[str, Any] = field(default_factory=dict)
+    """The run's operation policy over suite.yaml's, key by key (bench.suites.policy); {}: the suite's."""
 
     def label(self) -> str:
         mode = f"/{self.mode}" if self.mode else ""
@@ -100,6 +103,8 @@ class Cell:
     backend_options: dict[str, Any] = field(init=False)
     """The backend's options for every episode (suite.yaml's, then the run's)."""
     identity: CellIdentity = field(init=False)
+    policy: Policy | None = field(init=False)
+    """The operation policy every episode runs under (suite.yaml's, then the run's; bench.suites.policy), or None."""
     fits: Fits = field(init=False, default_factory=Fits, repr=False, compare=False)
     """What bench.run.fit predicted for this cell's first requests (its own cache, kept with the cell)."""
     _task_hashes: dict[str, str] = field(init=False, default_factory=dict, repr=False, compare=False)
@@ -118,6 +123,7 @@ class Cell:
             stop_on_repeat=self.spec.stop_on_repeat,
         )
         self.backend_options = self.suite.backend_settings(self.spec.backend_options)
+        self.policy = cell_policy(self.suite.policy, self.spec.policy, self.suite.catalog)
         self.surface_label = self.surface_label or self.surface_cfg.name
         self.model_label = self.model_label or self.model_cfg.name
         suite = self.suite
@@ -132,6 +138,7 @@ class Cell:
             backend_options=self.backend_options,
             surface_text=surface_text(self.surface),  # what it shows and what it runs: an edited surface is new
             surface_code=surface_code(type(self.surface)),
+            policy=self.policy.as_dict() if self.policy is not None else None,
         )
 
     @property
@@ -192,4 +199,6 @@ class Cell:
             "suite_files": self.suite.file_hashes(),
             "task_hashes": {t.id: self.task_hash(t) for t in self.tasks},
             **cell_records(self.surface, self.own_catalog or self.suite.catalog),  # bench.store.recorded
+            # the model config's overrides of the cache model's profiles (bench.models.cache_profiles), if any
+            **({"cache_profiles": self.model_cfg.cache_profiles} if self.model_cfg.cache_profiles else {}),
         }

@@ -12,6 +12,10 @@ call the program makes is executed on this loop's backend and recorded as a call
 followed by the program's own record, whose result is what the model gets back. The peaks its
 sandbox measured (memory, scratch disk) become the episode's ``usage``, as a sandboxed backend's do.
 
+An operation policy (:mod:`surfbench.bench.suites.policy`) is enforced in :func:`_execute`, the one place every
+canonical call passes on its way to the backend, direct or made by a program: after the surface routed and validated
+it, a call the policy denies (or an ask the simulated user refuses) is recorded as rejected and never runs.
+
 Every tool result is redacted (:func:`surfbench.bench.base.secrets.redact`) before it goes back to the model,
 not only before it is written: a registered secret a command, a program or a backend turns up never
 reaches the model endpoint.
@@ -37,8 +41,10 @@ from surfbench.bench.contracts.program import Executed, ProgramDispatch
 from surfbench.bench.contracts.records import CallRecord, EpisodeTrace, StepRecord
 from surfbench.bench.contracts.surface import Dispatch, Session, ToolCall
 from surfbench.bench.models.client import ContextOverflow, EndpointRefused
+from surfbench.bench.models.segments import request_segments
 from surfbench.bench.models.types import ModelClient, ModelRequest, ModelTurn, ParsedCall
 from surfbench.bench.score.stuck import STUCK_REPEAT, RepeatTracker
+from surfbench.bench.suites.policy import Enforcer
 from surfbench.bench.suites.suite import Task
 
 RESULT_CHARS = 4000  # a tool result longer than this is cut (the model sees the cut)
@@ -97,8 +103,12 @@ def run_episode(
     settings: LoopSettings,
     system_prompt: str,
     catalog_ops: Callable[[str], dict[str, Any] | None],
+    policy: Enforcer | None = None,
 ) -> EpisodeTrace:
-    """Run one task to the end; never raises for model or tool behaviour."""
+    """Run one task to the end; never raises for model or tool behaviour.
+
+    ``policy``: the cell's operation policy over this episode's catalog (None: every routed call runs).
+    """
     trace = EpisodeTrace()
     started = time.perf_counter()
     system = system_text(system_prompt, session.system_text())
@@ -122,11 +132,14 @@ def run_episode(
                     max_tokens=settings.max_tokens,
                     seed=settings.seed,
                 )
+                sent_at = time.time()  # the cache model's clock (bench.analysis.cache_model: entries expire)
                 turn = client.complete(request)
-                groups = _run_calls(turn, session, backend, step, catalog_ops, trace.usage)
+                groups = _run_calls(turn, session, backend, step, catalog_ops, trace.usage, policy)
                 calls = [record for group in groups for record in group]
                 trace.calls += calls
-                trace.steps.append(_step_record(step, request, turn, tools, system, calls, _listed(shown, session)))
+                trace.steps.append(
+                    _step_record(step, request, turn, tools, system, calls, _listed(shown, session), sent_at)
+                )
                 step += 1
                 run = repeats.observe(trace.steps[-1], calls)
                 messages.append(_assistant_message(turn))
@@ -180,12 +193,13 @@ def _run_calls(
     step: int,
     catalog_ops: Callable[[str], dict[str, Any] | None],
     usage: dict[str, Any],
+    policy: Enforcer | None = None,
 ) -> list[list[CallRecord]]:
     """Per tool call, its records: one, or a program's canonical calls followed by the program's own."""
     groups: list[list[CallRecord]] = []
     index = 0
     for call in turn.tool_calls:
-        groups.append(_run_call(call, session, backend, step, index, catalog_ops, usage))
+        groups.append(_run_call(call, session, backend, step, index, catalog_ops, usage, policy))
         index += len(groups[-1])
     return groups
 
@@ -198,6 +212,7 @@ def _run_call(
     index: int,
     catalog_ops: Callable[[str], dict[str, Any] | None],
     usage: dict[str, Any],
+    policy: Enforcer | None = None,
 ) -> list[CallRecord]:
     if call.arguments_error:
         text = f"Could not parse the arguments of {call.name}: {call.arguments_error}. Send valid JSON."
@@ -208,8 +223,8 @@ def _run_call(
         ]
     outcome: Dispatch = session.dispatch(ToolCall(call.name, call.arguments, call.id))
     if isinstance(outcome, ProgramDispatch) and outcome.run is not None:
-        return _run_program(outcome, call, backend, step, index, catalog_ops, usage)
-    return [_execute(outcome, call.name, call.arguments, step, index, backend, catalog_ops)[0]]
+        return _run_program(outcome, call, backend, step, index, catalog_ops, usage, policy)
+    return [_execute(outcome, call.name, call.arguments, step, index, backend, catalog_ops, policy)[0]]
 
 
 def _run_program(
@@ -220,6 +235,7 @@ def _run_program(
     index: int,
     catalog_ops: Callable[[str], dict[str, Any] | None],
     usage: dict[str, Any],
+    policy: Enforcer | None = None,
 ) -> list[CallRecord]:
     """A program's calls, each executed and recorded like a direct call of this step, then the program's record.
 
@@ -230,15 +246,17 @@ def _run_program(
     records: list[CallRecord] = []
 
     def execute(function: str, arguments: Any, dispatch: Dispatch) -> Executed:
-        record, value = _execute(dispatch, function, arguments, step, index + len(records), backend, catalog_ops)
+        record, value = _execute(
+            dispatch, function, arguments, step, index + len(records), backend, catalog_ops, policy
+        )
         records.append(record)
         if record.kind == "operation" and record.backend_ok:
             return Executed(True, value)
         if record.kind == "meta" and record.error_type is None:
             return Executed(True, dispatch.text)
-        return Executed(
-            False, error=dispatch.text if record.kind != "operation" else record.result, error_type=record.error_type
-        )
+        # the surface's teaching text for its own rejection; the backend's error, or the policy's, otherwise
+        said = record.result if record.kind == "operation" or record.policy is not None else dispatch.text
+        return Executed(False, error=said, error_type=record.error_type)
 
     result = outcome.run(execute)
     for name, peak in (("memory_peak_bytes", result.memory_peak_bytes), ("disk_peak_bytes", result.disk_peak_bytes)):
@@ -261,8 +279,12 @@ def _execute(
     index: int,
     backend: Backend,
     catalog_ops: Callable[[str], dict[str, Any] | None],
+    policy: Enforcer | None = None,
 ) -> tuple[CallRecord, Any]:
-    """Record a dispatched call; an operation runs on the backend first. Returns the record and the raw result."""
+    """Record a dispatched call; an operation runs on the backend first. Returns the record and the raw result.
+
+    An operation the policy does not let run never reaches the backend: a rejected record with the policy's error.
+    """
     schema_valid = None
     if outcome.operation is not None:
         schema = catalog_ops(outcome.operation)
@@ -276,6 +298,12 @@ def _execute(
             None if outcome.hits is None else [hit.as_dict() for hit in outcome.hits],
         ), None  # fmt: skip
     assert outcome.operation is not None and outcome.args is not None
+    verdict = policy.judge(outcome.operation) if policy is not None else None
+    if verdict is not None and not verdict.runs:
+        return CallRecord(
+            step, index, tool, outcome.args, "rejected", outcome.operation, None, verdict.error_type, schema_valid,
+            None, _result_text(verdict.text), policy=verdict.outcome,
+        ), None  # fmt: skip
     error_type: str | None
     result: Any = None
     try:
@@ -286,8 +314,9 @@ def _execute(
     # a sandboxed backend names the limit the call ran into (disk quota, memory cap): more specific
     error_type = getattr(backend, "last_error_type", None) or error_type
     record = CallRecord(
-        step, index, tool, outcome.args, "operation", outcome.operation, None, error_type, schema_valid, ok, text
-    )
+        step, index, tool, outcome.args, "operation", outcome.operation, None, error_type, schema_valid, ok, text,
+        policy=verdict.outcome if verdict is not None else None,
+    )  # fmt: skip
     return record, result
 
 
@@ -309,6 +338,7 @@ def _step_record(
     system: str,
     calls: list[CallRecord],
     shown: tuple[int, list[str] | None],
+    sent_at: float | None = None,
 ) -> StepRecord:
     wire = [tool_wire_text(t) for t in tools]  # serialised once: hash, bytes and token estimate
     tool_text = "".join(wire)
@@ -337,6 +367,8 @@ def _step_record(
         text=(turn.text or "")[:2000],
         shown_count=shown[0],
         operations_shown=shown[1],
+        sent_at=sent_at,
+        segments=request_segments(system, wire, request.messages, _tool_tokens(tool_text) if wire else None),
     )
 
 

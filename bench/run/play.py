@@ -62,13 +62,14 @@ def play_episode(cell: Cell, key: str, task: Task, repeat: int, model: ModelClie
         return op.parameters if op else None
 
     settings = cell.settings if repeat == 0 else replace(cell.settings, seed=(cell.settings.seed or 0) + repeat)
+    policy = cell.policy.bind(catalog) if cell.policy is not None else None  # bench.suites.policy
     attempts = 0
     while True:
         attempts += 1
         backend = cell.suite.new_backend(task, cell.backend_options)
         session = cell.surface_for(task).session(task.turns[0])
         try:
-            trace = run_episode(task, session, backend, model, settings, cell.suite.system_prompt, schema_of)
+            trace = run_episode(task, session, backend, model, settings, cell.suite.system_prompt, schema_of, policy)
         finally:  # a sandboxed backend holds processes and memory until closed
             getattr(backend, "close", lambda: None)()
         if not endpoint_failure(trace) or attempts > cell.spec.episode_retries:
