@@ -12,13 +12,13 @@ from collections.abc import Mapping, Sequence
 from surfbench.bench.catalog.catalog import Operation
 from surfbench.bench.contracts.surface import MetaHandler, Surface, ToolSpec, typed_tool
 from surfbench.surfaces import register
-from surfbench.surfaces.dispatcher import Dispatcher, tool_prefix
+from surfbench.surfaces.dispatcher import Dispatcher, passthrough_schemas, tool_prefix
 
 
 @register
 class CoreSurface(Surface):
     kind = "core"
-    allowed_params = frozenset({"k", "operations", "rest", "catalog", "tool_name"})
+    allowed_params = frozenset({"k", "operations", "rest", "catalog", "tool_name", "passthrough"})
 
     def setup(self) -> None:
         explicit = self.params.get("operations")
@@ -42,7 +42,8 @@ class CoreSurface(Surface):
         self._handlers: Mapping[str, MetaHandler] = {}
         if mode == "dispatcher" and self.rest:
             prefix = self.params.get("tool_name") or tool_prefix(self.catalog.name)
-            self.dispatcher = Dispatcher(self.rest, prefix, self.params.get("catalog", "oneline"))
+            shared = passthrough_schemas(self.catalog.passthrough, self.params.get("passthrough", "top"), self.kind)
+            self.dispatcher = Dispatcher(self.rest, prefix, self.params.get("catalog", "oneline"), shared=shared)
             self._handlers = self.dispatcher.handlers(self)
         self._tools = [typed_tool(op) for op in core] + (self.dispatcher.tools if self.dispatcher else [])
 

@@ -12,7 +12,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Any, TypeVar
 
@@ -86,6 +86,20 @@ class Operation:
 
 
 @dataclass(frozen=True)
+class Snippet:
+    """One guidance snippet a suite ships beside its operations (``guidance/*.md``; bench.catalog.guidance)."""
+
+    name: str
+    """The file's stem, e.g. ``pull-request-from-new-branch``."""
+    title: str
+    """The front matter's ``title``: what the snippet is about, in a few words."""
+    description: str
+    """The front matter's ``description``: when it applies (what retrieval matches the request against)."""
+    body: str
+    """The text after the front matter: how to do it (what the model is shown)."""
+
+
+@dataclass(frozen=True)
 class Catalog:
     """An ordered, validated set of operations with a content hash."""
 
@@ -96,6 +110,12 @@ class Catalog:
     source: str = "<memory>"
     """Where the catalog came from (file path or ``module:attr``)."""
     _by_name: dict[str, Operation] = field(default_factory=dict, init=False, repr=False, compare=False)
+    declared_passthrough: tuple[str, ...] | None = field(default=None, compare=False)
+    """Parameters the catalog declares shared by every operation (``passthrough: [instance]``); None: detected
+    (:attr:`passthrough`). Not part of the content hash: the operations' schemas already hold the parameters."""
+    guidance: tuple[Snippet, ...] = field(default=(), repr=False, compare=False)
+    """The guidance snippets of the catalog's suite (``guidance/*.md``), which a surface's ``guidance`` option
+    injects for the user's request (bench.catalog.guidance); () for none."""
 
     def __post_init__(self) -> None:
         seen: dict[str, Operation] = {}
@@ -105,6 +125,14 @@ class Catalog:
                 raise CatalogError(self.source, "duplicate operation name", tool=op.name)
             seen[op.name] = op
         self._by_name.update(seen)
+        for name in self.declared_passthrough or ():
+            lacking = [op.name for op in self.operations if not _optional_property(op, name)]
+            if lacking:
+                raise CatalogError(
+                    self.source,
+                    f"passthrough parameter {name!r} must be an optional property of every operation; "
+                    f"{len(lacking)} lack it or require it, e.g. {', '.join(lacking[:3])}",
+                )
 
     def __len__(self) -> int:
         return len(self.operations)
@@ -165,13 +193,63 @@ class Catalog:
     def subset(self, names: Iterable[str]) -> list[Operation]:
         return [self[name] for name in names]
 
+    @cached_property
+    def passthrough(self) -> dict[str, JsonSchema]:
+        """Parameters shared by every operation, name -> schema, in the first operation's order.
+
+        The declared ones (``declared_passthrough``), else those detected: an optional property that every
+        operation of a catalog of at least :data:`PASSTHROUGH_MIN_OPS` has, with the same schema (an ``instance``
+        naming which server of several a call goes to). Surfaces carry them (the dispatcher as a top-level
+        argument beside ``operation``); {} for none.
+        """
+        if self.declared_passthrough is not None:
+            first = self.operations[0].parameters["properties"] if self.operations else {}
+            return {name: first[name] for name in self.declared_passthrough}
+        if len(self.operations) < PASSTHROUGH_MIN_OPS:
+            return {}
+        first = self.operations[0].parameters.get("properties", {})
+        shared = {}
+        for name, schema in first.items():
+            if all(_optional_property(op, name) and op.parameters["properties"][name] == schema for op in self):
+                shared[name] = schema
+        return shared
+
+    def without_passthrough(self) -> Catalog:
+        """The same catalog with its pass-through parameters taken out of every operation.
+
+        What they cost, by difference: the static surface report's ``pass-through B``.
+        """
+        shared = set(self.passthrough)
+        if not shared:
+            return self
+        ops = []
+        for op in self.operations:
+            params = dict(op.parameters)
+            params["properties"] = {k: v for k, v in op.parameters["properties"].items() if k not in shared}
+            ops.append(replace(op, parameters=params))
+        return Catalog(self.name, tuple(ops), self.source, declared_passthrough=(), guidance=self.guidance)
+
     def to_json(self) -> dict[str, Any]:
         """The native surfbench catalog format (what :func:`bench.catalog.importers.load_catalog` reads back)."""
-        return {
+        out: dict[str, Any] = {
             "surfbench_catalog": 1,
             "name": self.name,
             "operations": [op.to_record() for op in self.operations],
         }
+        if self.declared_passthrough is not None:
+            out["passthrough"] = list(self.declared_passthrough)
+        return out
+
+
+PASSTHROUGH_MIN_OPS = 5
+"""Detection needs this many operations: in a small catalog a shared optional argument is a coincidence (four BFCL
+tasks of three functions each share one, such as a book's optional ``title``)."""
+
+
+def _optional_property(op: Operation, name: str) -> bool:
+    """Whether ``name`` is a property of the operation's arguments that it does not require."""
+    props = op.parameters.get("properties", {})
+    return isinstance(props, Mapping) and name in props and name not in op.required
 
 
 def validate_operation(op: Operation, source: str) -> None:

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 from surfbench.bench.base.taxonomy import ErrorType
 from surfbench.bench.base.validation import ArgIssue, closest, describe_issues, validate_args
 from surfbench.bench.catalog.catalog import Catalog, Operation
+from surfbench.bench.catalog.guidance import Guide, make_guide, render
 from surfbench.bench.catalog.wire import compact_json
 
 DispatchKind = Literal["operation", "meta", "rejected"]
@@ -30,6 +31,9 @@ SCHEMA_INVALID = ErrorType.SCHEMA_INVALID
 UNKNOWN_OPERATION = ErrorType.UNKNOWN_OPERATION
 BAD_META_CALL = ErrorType.BAD_META_CALL
 LIST_MAX = 20  # tool names an error lists at most
+GUIDANCE_PARAM = "guidance"
+"""The option every surface kind takes (never listed in ``allowed_params``): inject its suite's guidance snippets
+for the request (bench.catalog.guidance)."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,7 @@ class Session:
         self.surface = surface
         self.request = request
         self._shown: dict[str, ToolSpec] = {}
+        self._guidance: str | None = None
 
     # -- what the model sees --------------------------------------------------------------------
     def current_tools(self) -> list[ToolSpec]:
@@ -156,7 +161,17 @@ class Session:
         return tools
 
     def system_text(self) -> str:
-        return self.surface.system_text()
+        """The surface's system text, then the guidance its ``guidance`` option picks for this request."""
+        guidance = self.guidance_text()
+        base = self.surface.system_text()
+        return f"{base}\n\n{guidance}" if base and guidance else base or guidance
+
+    def guidance_text(self) -> str:
+        """The guidance snippets injected for this episode's request ("" without the option or a match)."""
+        if self._guidance is None:
+            guide = self.surface.guide
+            self._guidance = guide.text(self.request) if guide is not None else ""
+        return self._guidance
 
     def operations_shown(self) -> list[str]:
         """The canonical operations the model can call at this step, after :meth:`tools`, in the surface's order.
@@ -208,6 +223,8 @@ class Surface:
     params: dict[str, Any] = field(default_factory=dict)
     instructions: str = ""
     """Extra system-prompt text this surface adds (counted as surface system-text bytes)."""
+    guide: Guide | None = field(default=None, init=False, repr=False, compare=False)
+    """The ``guidance`` option over the catalog's snippets (bench.catalog.guidance), any kind's; None: unset."""
 
     kind: ClassVar[str] = ""
     request_dependent: ClassVar[bool] = False
@@ -219,10 +236,11 @@ class Surface:
 
     def __post_init__(self) -> None:
         self.name = self.name or self.kind
-        unknown = set(self.params) - self.allowed_params
+        unknown = set(self.params) - self.allowed_params - {GUIDANCE_PARAM}
         if unknown:
-            accepted = ", ".join(sorted(self.allowed_params)) or "none"
+            accepted = ", ".join(sorted(self.allowed_params | {GUIDANCE_PARAM}))
             raise ValueError(f"surface {self.kind!r}: unknown parameter(s) {sorted(unknown)}; accepted: {accepted}")
+        self.guide = make_guide(self.catalog, self.params.get(GUIDANCE_PARAM), self.kind)
         self.setup()
 
     requires: ClassVar[frozenset[str]] = frozenset()
@@ -262,6 +280,15 @@ class Surface:
 
     def meta_handlers(self) -> Mapping[str, MetaHandler]:
         return {}
+
+    @property
+    def guided(self) -> bool:
+        """Whether the ``guidance`` option is set: the system text then depends on the request."""
+        return self.guide is not None
+
+    def guidance_candidates(self) -> list[str]:
+        """Every guidance snippet's text a request can get (part of the cell identity); [] without the option."""
+        return [render([s]) for s in self.guide.snippets] if self.guide is not None else []
 
     def reachable(self) -> Sequence[Operation]:
         """Operations a model can reach through this surface at all (loaded or not)."""

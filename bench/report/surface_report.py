@@ -2,7 +2,10 @@
 
 One row per surface: tools shown on the first turn, tool-block wire bytes (the dsh method), surface
 system-text bytes, their total, how many times smaller than ``full``, tokens under ``o200k_base`` and
-``cl100k_base``, and help payload sizes against a budget (the dsh gate: < 1.5 KB per operation).
+``cl100k_base``, and help payload sizes against a budget (the dsh gate: < 1.5 KB per operation). Where a
+surface injects guidance (its ``guidance`` option: bench.catalog.guidance), the snippets' bytes and tokens, part of
+its system text; where the catalog has pass-through parameters (``Catalog.passthrough``), the bytes they cost each
+surface (its total minus the same surface's over the catalog without them).
 """
 
 from __future__ import annotations
@@ -15,12 +18,13 @@ import os
 import statistics
 import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from surfbench.bench.base.config import SurfaceConfig
 from surfbench.bench.base.paths import cache_root
 from surfbench.bench.catalog.catalog import Catalog
+from surfbench.bench.catalog.guidance import from_source
 from surfbench.bench.catalog.limits import HOSTED_LIMITS, tool_problems
 from surfbench.bench.catalog.wire import (
     LONG_RUN,
@@ -69,6 +73,13 @@ class SurfaceRow:
     """Operations whose help payload exceeds the budget."""
     note: str = ""
     """How the row was measured, where that is not obvious."""
+    guidance_bytes: float | None = None
+    """UTF-8 bytes of the guidance snippets the surface injects (part of ``system_bytes``); None without the option."""
+    guidance_tokens_o200k: float | None = None
+    """Their o200k_base tokens (part of ``tokens_o200k``)."""
+    passthrough_bytes: float | None = None
+    """What the catalog's pass-through parameters cost this surface: its total bytes minus its total over the
+    catalog without them; None when the catalog has none."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +90,8 @@ class _Footprint:
     tokens_o200k: int
     tokens_cl100k: int
     names: tuple[str, ...] = ()
+    guidance_bytes: int = 0
+    guidance_tokens: int = 0
 
 
 def _footprint(surface: Surface, request: str, tokens: TokenTotals) -> _Footprint:
@@ -87,6 +100,7 @@ def _footprint(surface: Surface, request: str, tokens: TokenTotals) -> _Footprin
     system = session.system_text()
     texts = [tool_wire_text(t) for t in tools] + ([system] if system else [])
     o200k, cl100k = tokens(texts)
+    guidance = session.guidance_text()
     return _Footprint(
         tools=len(tools),
         tool_block_bytes=sum(utf8_len(t) for t in texts[: len(tools)]),
@@ -94,6 +108,8 @@ def _footprint(surface: Surface, request: str, tokens: TokenTotals) -> _Footprin
         tokens_o200k=o200k,
         tokens_cl100k=cl100k,
         names=tuple(t.name for t in tools),
+        guidance_bytes=utf8_len(guidance),
+        guidance_tokens=tokens([guidance])[0] if guidance else 0,
     )
 
 
@@ -173,7 +189,9 @@ def measure_surface(
     tokens = tokens or TokenTotals()
     surface = build_surface(catalog, config.kind, config.params, name=config.name)
     notes = surface.notes()
-    if surface.request_dependent:
+    if surface.guided and not catalog.guidance:
+        notes.append("guidance: the catalog has no snippets (guidance/*.md beside it): nothing injected")
+    if surface.request_dependent or surface.guided:
         probes = probe_requests(catalog)
         surface.prefetch(probes)
         prints = [_footprint(surface, p, tokens) for p in probes]
@@ -207,6 +225,8 @@ def measure_surface(
         help_max_operation=biggest,
         help_over_budget=sorted(n for n, s in sizes.items() if s > budget),
         note="; ".join(notes),
+        guidance_bytes=mean("guidance_bytes") if surface.guided else None,
+        guidance_tokens_o200k=mean("guidance_tokens") if surface.guided else None,
     )
 
 
@@ -214,10 +234,17 @@ def surface_table(
     catalog: Catalog, configs: Sequence[SurfaceConfig], budget: int = HELP_BUDGET_BYTES
 ) -> list[SurfaceRow]:
     """Measure every surface; ``full`` is always measured (it is the ratio's denominator)."""
+    catalog = from_source(catalog)  # the guidance beside the catalog's file (bench.catalog.guidance), if any
     tokens = TokenTotals(catalog.content_hash)
     if not tokens.known:
         preload_encodings()  # overlaps tokenizer loading with building surfaces and retrieval indexes
     rows = [measure_surface(catalog, c, budget, tokens) for c in configs]
+    if catalog.passthrough:  # what the pass-through parameters cost each surface, by difference
+        bare = catalog.without_passthrough()
+        rows = [
+            replace(r, passthrough_bytes=round(r.total_bytes - measure_surface(bare, c, budget, tokens).total_bytes, 1))
+            for r, c in zip(rows, configs, strict=True)
+        ]
     full = next((r for r in rows if r.kind == "full"), None)
     if full is None:
         full = measure_surface(catalog, SurfaceConfig("full", "full"), budget, tokens)
@@ -243,6 +270,12 @@ COLUMNS = [
     ("help_max_bytes", "help max B"),
     ("help_max_operation", "largest help"),
 ]
+OPTIONAL_COLUMNS = [
+    ("guidance_bytes", "guidance B"),
+    ("guidance_tokens_o200k", "guidance tok"),
+    ("passthrough_bytes", "pass-through B"),
+]
+"""Shown only when some row has a value (a surface with guidance, a catalog with pass-through parameters)."""
 
 
 def _cell(value: object) -> str:
@@ -256,8 +289,9 @@ def _cell(value: object) -> str:
 
 
 def format_table(rows: Sequence[SurfaceRow], catalog: Catalog, budget: int = HELP_BUDGET_BYTES) -> str:
-    head = [label for _, label in COLUMNS]
-    body = [[_cell(getattr(r, key)) for key, _ in COLUMNS] for r in rows]
+    columns = COLUMNS + [(k, h) for k, h in OPTIONAL_COLUMNS if any(getattr(r, k) is not None for r in rows)]
+    head = [label for _, label in columns]
+    body = [[_cell(getattr(r, key)) for key, _ in columns] for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
     title = f"catalog {catalog.name!r} ({catalog.source}): {len(catalog)} operations"
     lines = [

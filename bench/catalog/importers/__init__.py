@@ -91,6 +91,7 @@ def load_catalog(source: str | Path, fmt: str | None = None, name: str | None = 
         raise CatalogError(text, "no catalog given (an empty path)")
     path = Path(text)
     looks_python = re.fullmatch(r"[\w.]+(:\w+)?", text) or re.fullmatch(r".+\.py:\w+", text)
+    declared: Any = None
     if fmt == "python" or (fmt is None and not exists(path) and looks_python):
         operations = import_callables(text)
         doc_name = None
@@ -101,7 +102,15 @@ def load_catalog(source: str | Path, fmt: str | None = None, name: str | None = 
         doc_name = doc.get("name") if fmt == "native" and isinstance(doc, Mapping) else None
         if doc_name is not None and not isinstance(doc_name, str):
             raise CatalogError(text, f"field 'name' must be a string, got {doc_name!r}")
+        declared = doc.get("passthrough") if fmt == "native" and isinstance(doc, Mapping) else None
+        if declared is not None and (not isinstance(declared, list) or not all(isinstance(d, str) for d in declared)):
+            raise CatalogError(text, f"field 'passthrough' must be a list of parameter names, got {declared!r}")
     if not operations:
         raise CatalogError(text, "the catalog has no operations")
     check_descriptions(operations, text)
-    return Catalog(name=name or doc_name or _default_name(text), operations=tuple(operations), source=text)
+    return Catalog(
+        name=name or doc_name or _default_name(text),
+        operations=tuple(operations),
+        source=text,
+        declared_passthrough=tuple(declared) if declared is not None else None,
+    )
