@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from surfbench.bench.report.report_data import ReportData, per_op_table
+from surfbench.bench.analysis.metrics import wilson
+from surfbench.bench.report.report_data import CellRow, ReportData, per_op_table
 from surfbench.bench.report.scale_figure import pyplot as _plt
 from surfbench.bench.report.scale_figure import scale_figures
 
@@ -20,8 +21,41 @@ def _accuracy(data: ReportData) -> tuple[str, str]:
     return "success_rate", "task success"
 
 
+def interval(cell: CellRow, key: str) -> tuple[float, float, float] | None:
+    """A cell's accuracy on the figures' axis and its 95% interval (Wilson), in percent; None without one.
+
+    First-try accuracy has its interval in the summary (over expected calls); task success gets the Wilson
+    interval over the cell's episodes.
+    """
+    s = cell.summary
+    value = s.metric(key)
+    if value is None:
+        return None
+    if key == "first_try_accuracy":
+        low, high = s.first_try_ci_low, s.first_try_ci_high
+    else:
+        low, high = wilson(round(value * s.episodes), s.episodes)
+    if low is None or high is None or low != low or high != high:  # NaN: no interval, the point is not drawn
+        return None
+    return 100 * value, 100 * low, 100 * high
+
+
+def sizes(data: ReportData) -> set[float]:
+    """The model sizes (billions of parameters) of the cells that have an accuracy to plot."""
+    key, _ = _accuracy(data)
+    out = set()
+    for cell in data.cells:
+        size = cell.keys["params_b"]
+        if size is not None and size == size and cell.summary.metric(key) is not None:
+            out.add(float(size))
+    return out
+
+
 def pareto(data: ReportData, path: Path) -> Path:
-    """Prompt tokens per step vs first-try argument accuracy; one marker per surface, one color per model."""
+    """Prompt tokens per step vs first-try argument accuracy; one marker per surface, one color per model.
+
+    Each point carries its 95% interval as a vertical error bar.
+    """
     plt = _plt()
     key, label = _accuracy(data)
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -30,13 +64,15 @@ def pareto(data: ReportData, path: Path) -> Path:
     surfaces = sorted({str(c.keys["surface"]) for c in data.cells})
     plotted = 0
     for cell in data.cells:
-        tokens, acc = cell.summary.prompt_tokens_per_step, cell.summary.metric(key)
-        if not tokens or acc is None:
+        tokens, point = cell.summary.prompt_tokens_per_step, interval(cell, key)
+        if not tokens or point is None:
             continue
         m = models.index(str(cell.keys["model"]))
         k = surfaces.index(str(cell.keys["surface"]))
-        ax.scatter(tokens, 100 * acc, color=f"C{m}", marker=markers[k % 8], s=60)
-        ax.annotate(str(cell.keys["surface"]), (tokens, 100 * acc),
+        acc, low, high = point
+        ax.errorbar(tokens, acc, yerr=[[acc - low], [high - acc]], color=f"C{m}", marker=markers[k % 8],
+                    markersize=7, capsize=3, elinewidth=1)  # fmt: skip
+        ax.annotate(str(cell.keys["surface"]), (tokens, acc),
                     fontsize=7, xytext=(4, 3), textcoords="offset points")  # fmt: skip
         plotted += 1
     for m, model in enumerate(models):
@@ -46,7 +82,7 @@ def pareto(data: ReportData, path: Path) -> Path:
     ax.set_ylim(-3, 103)
     ax.set_xlabel("prompt tokens per step (log)")
     ax.set_ylabel(f"{label} (%)")
-    ax.set_title(f"Tokens vs {label}")
+    ax.set_title(f"Tokens vs {label} (bars: 95% intervals)")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -55,19 +91,21 @@ def pareto(data: ReportData, path: Path) -> Path:
 
 
 def by_size(data: ReportData, path: Path) -> Path:
-    """First-try accuracy by model size (parameters), one line per surface."""
+    """First-try accuracy by model size (parameters), one line per surface, each point with its 95% interval."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     key, label = _accuracy(data)
-    series: dict[str, list[tuple[float, float]]] = {}
+    series: dict[str, list[tuple[float, float, float, float]]] = {}
     for cell in data.cells:
-        size, acc = cell.keys["params_b"], cell.summary.metric(key)
-        if acc is None or size is None or size != size:  # NaN check
+        size, point = cell.keys["params_b"], interval(cell, key)
+        if point is None or size is None or size != size:  # NaN check
             continue
-        series.setdefault(str(cell.keys["surface"]), []).append((float(size), 100 * acc))
+        series.setdefault(str(cell.keys["surface"]), []).append((float(size), *point))
     for i, (surface, points) in enumerate(sorted(series.items())):
         points.sort()
-        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", color=f"C{i}", label=surface)
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        bars = [[p[1] - p[2] for p in points], [p[3] - p[1] for p in points]]
+        ax.errorbar(xs, ys, yerr=bars, marker="o", color=f"C{i}", label=surface, capsize=3)
     ax.set_ylim(-3, 103)
     ax.set_xlabel("model parameters (billions)")
     ax.set_ylabel(f"{label} (%)")
@@ -109,10 +147,11 @@ def draw_all(data: ReportData, out_dir: Path) -> dict[str, Path]:
     """Draw the report's figures into ``out_dir``; figure title -> PNG path (none without cells)."""
     if not data.cells:
         return {}
-    figures = {
-        "tokens vs accuracy": pareto(data, out_dir / "pareto.png"),
-        "accuracy by model size": by_size(data, out_dir / "by_size.png"),
-    }
+    figures = {"tokens vs accuracy": pareto(data, out_dir / "pareto.png")}
+    if len(sizes(data)) >= 2:  # a figure by size needs two sizes to compare
+        figures["accuracy by model size"] = by_size(data, out_dir / "by_size.png")
+    else:  # one drawn for an earlier report into this folder is not this report's
+        (out_dir / "by_size.png").unlink(missing_ok=True)
     if any(table for table in data.per_op.values()):  # suites with expected calls only
         figures["per-operation heatmap"] = heatmap(data, out_dir / "per_op_heatmap.png")
     figures.update(

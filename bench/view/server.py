@@ -1,0 +1,183 @@
+"""Serve the viewer's pages on 127.0.0.1 (standard library ``http.server``), or write them as static files.
+
+A request's path is split into its segments and each is looked up among the loaded runs' cells, episodes,
+tasks and operations (:mod:`surfbench.bench.report.viewer_links` names them), or among the package's two static
+files: it never becomes a path on disk, so ``/episode/..%2F..%2Fetc%2Fpasswd`` is a 404 like any unknown page.
+The server only answers GET and HEAD; pages are built when asked for (a cell's list a page at a time).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from functools import cached_property, partial
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from surfbench.bench.report.viewer_links import page_name
+from surfbench.bench.view.compare import op_names, op_page, task_page
+from surfbench.bench.view.html import STATIC, esc, page, static_file
+from surfbench.bench.view.index import Filters, ViewIndex
+from surfbench.bench.view.pages import cell_page, episode_page, index_page
+
+HTML = "text/html; charset=utf-8"
+HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-store",
+}
+
+
+class Site:
+    """The pages of one :class:`ViewIndex`, by path (what the server answers and the export writes)."""
+
+    def __init__(self, index: ViewIndex) -> None:
+        self.index = index
+
+    @cached_property
+    def ops(self) -> dict[tuple[str, str], tuple[str, str]]:
+        return op_names(self.index)
+
+    def render(self, path: str, query: Mapping[str, Sequence[str]] | None = None) -> tuple[int, str, bytes]:
+        """(status, content type, body) of the page at ``path`` (percent-encoded, as a request has it)."""
+        query = query or {}
+        parts = [unquote(p) for p in path.split("/") if p]
+        try:
+            with self.index.lock:  # one page at a time: the tables read on first use are read once
+                found = self._route(parts, query)
+        except KeyError:
+            found = None
+        if found is None:
+            shown = "/" + "/".join(parts)
+            body = page("not found", f"<h1>No such page</h1><p>{esc(shown)} is not a page of these runs.</p>", 0)
+            return HTTPStatus.NOT_FOUND, HTML, body.encode("utf-8")
+        return HTTPStatus.OK, found[0], found[1]
+
+    def _route(self, parts: list[str], query: Mapping[str, Sequence[str]]) -> tuple[str, bytes] | None:
+        index = self.index
+        if any(p in (".", "..") or "/" in p or "\\" in p for p in parts):
+            return None
+        if not parts or parts == ["index.html"]:
+            return HTML, index_page(index).encode("utf-8")
+        name = parts[-1]
+        if len(parts) == 2 and parts[0] == "_static" and name in STATIC:
+            return STATIC[name], static_file(name)
+        if not name.endswith(".html"):
+            return None
+        stem = name[: -len(".html")]
+        if parts[0] == "cell" and len(parts) == 2:
+            cell = index.cell(stem)
+            return None if cell is None else (HTML, cell_page(index, cell, Filters.from_query(query)).encode())
+        if parts[0] == "episode" and len(parts) == 2:
+            position = index.episode_position(stem)
+            return None if position is None else (HTML, episode_page(index, position).encode("utf-8"))
+        if parts[0] == "task" and len(parts) == 3:
+            positions = index.tasks.get((parts[1], stem))
+            if not positions:
+                return None
+            repeat = _int((query.get("repeat") or [""])[0])
+            return HTML, task_page(index, positions, repeat).encode("utf-8")
+        if parts[0] == "op" and len(parts) == 3:
+            found = self.ops.get((parts[1], stem))
+            return None if found is None else (HTML, op_page(index, *found).encode("utf-8"))
+        return None
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def handler(site: Site) -> type[BaseHTTPRequestHandler]:
+    """A request handler class answering from ``site`` (GET and HEAD; anything else: 405)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "surfbench-view"
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            self._answer(body=True)
+
+        def do_HEAD(self) -> None:  # noqa: N802
+            self._answer(body=False)
+
+        def _refuse(self) -> None:
+            self.send_error(HTTPStatus.METHOD_NOT_ALLOWED, "the viewer is read-only")
+
+        do_POST = do_PUT = do_DELETE = do_PATCH = _refuse  # noqa: N815
+
+        def _answer(self, body: bool) -> None:
+            url = urlsplit(self.path)
+            status, kind, data = site.render(url.path, parse_qs(url.query))
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in HEADERS.items():
+                self.send_header(name, value)
+            self.end_headers()
+            if body:
+                self.wfile.write(data)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            if os.environ.get("SURFBENCH_VIEW_LOG"):
+                super().log_message(format, *args)
+
+    return Handler
+
+
+def make_server(site: Site, port: int = 0, host: str = "127.0.0.1") -> ThreadingHTTPServer:
+    """A server bound to ``host``:``port`` (0: a free port); ``server_address`` says which."""
+    server = ThreadingHTTPServer((host, port), handler(site))
+    server.daemon_threads = True
+    return server
+
+
+def serve(site: Site, port: int = 0, log: Callable[[str], None] = print) -> None:
+    """Serve until Ctrl-C, then stop cleanly."""
+    server = make_server(site, port)
+    host, bound = server.server_address[:2]
+    log(f"surfbench view: http://{host!s}:{bound}/  ({len(site.index.frame):,} episodes; Ctrl-C stops)")
+    try:
+        server.serve_forever(poll_interval=0.5)
+    except KeyboardInterrupt:
+        log("surfbench view: stopped")
+    finally:
+        server.server_close()
+
+
+def export(site: Site, out: Path, log: Callable[[str], None] | None = None) -> int:
+    """Write every page as a static file under ``out`` (opens without a server); return how many files.
+
+    Each file is written to a temporary name and renamed; a cell's page lists all its episodes and filters
+    them in the page.
+    """
+    index = site.index
+    log = log or (lambda m: print(m, file=sys.stderr))
+    jobs: list[tuple[str, Callable[[], str | bytes]]] = [("index.html", partial(index_page, index, static=True))]
+    jobs += [(f"_static/{name}", partial(static_file, name)) for name in STATIC]
+    jobs += [(f"cell/{c.id}.html", partial(cell_page, index, c, Filters(), static=True)) for c in index.cells]
+    keys = [str(k) for k in index.frame["episode_key"]]
+    jobs += [(f"episode/{page_name(k)}.html", partial(episode_page, index, i, static=True)) for i, k in enumerate(keys)]
+    jobs += [(f"task/{s}/{t}.html", partial(task_page, index, p, static=True)) for (s, t), p in index.tasks.items()]
+    jobs += [
+        (f"op/{s}/{o}.html", partial(op_page, index, suite, op, static=True))
+        for (s, o), (suite, op) in site.ops.items()
+    ]
+    for n, (rel, make) in enumerate(jobs, 1):
+        data = make()
+        _write(out / rel, data.encode("utf-8") if isinstance(data, str) else data)
+        if n % 500 == 0 or n == len(jobs):
+            log(f"export: {n:,} of {len(jobs):,} files")
+    return len(jobs)
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
