@@ -19,7 +19,9 @@ import pytest
 
 from tests.conftest import ROOT
 
-ORDER = ("base", "catalog", "contracts", "suites", "models", "score", "store", "run", "analysis", "report", "cli")
+ORDER = (
+    "base", "catalog", "contracts", "suites", "models", "score", "store", "run", "analysis", "report", "view", "cli",
+)  # fmt: skip
 """The stages in flow order: a module imports only from its own stage and the ones before it. The run stage
 plays a cell (its episodes, their scores and rows into the store); the front ends (``cli``: the command
 line, ``surfbench.run``, Hydra's composition) come last, as they drive every stage."""

@@ -34,13 +34,24 @@ class Section:
     figures: tuple[tuple[str, str], ...] = ()
     """(title, image file relative to the report) of each figure."""
 
+    @property
+    def empty(self) -> bool:
+        """Nothing to show: the report leaves such a section out (an empty table under a heading tells nothing).
+
+        Empty: no figure, and a table without rows (its prose only explains the table), or no table and no prose.
+        """
+        if self.figures:
+            return False
+        return not self.table[1] if self.table is not None else not self.text
+
     def markdown(self) -> str:
         """The section as markdown: heading, text, table and figures separated by blank lines."""
         parts = [f"## {self.title}"]
         if self.text:
             parts.append(self.text)
         if self.table is not None:
-            parts.append(markdown_table(*self.table))
+            head, rows = self.table
+            parts.append(markdown_table(head, [[_md_cell(c) for c in row] for row in rows]))
         if self.figures:
             parts.append("\n\n".join(f"![{name}]({path})" for name, path in self.figures))
         return "\n\n".join(parts)
@@ -50,7 +61,7 @@ class Section:
         out = f"<h2>{inline_html(self.title)}</h2>"
         out += "".join(f"<p>{inline_html(p)}</p>" for p in self.text.split("\n\n") if p)
         if self.table is not None:
-            out += html_table(*self.table)
+            out += f'<div class="scroll">{html_table(*self.table)}</div>'  # a wide table scrolls in its box
         out += "".join(
             f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{images[name]}">'
             f"<figcaption>{html.escape(name)}</figcaption></figure>"
@@ -75,5 +86,26 @@ def inline_html(text: str) -> str:
 def html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A table with every cell escaped."""
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(f"<td>{_html_cell(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+class Link(str):
+    """A table cell that links somewhere: its text as a ``str``, ``href`` its address (a link in both renderings)."""
+
+    href: str
+
+    def __new__(cls, text: str, target: str) -> Link:
+        out = super().__new__(cls, text)
+        out.href = target
+        return out
+
+
+def _md_cell(cell: str) -> str:
+    return f"[{cell}]({cell.href})" if isinstance(cell, Link) and cell else cell
+
+
+def _html_cell(cell: str) -> str:
+    if isinstance(cell, Link) and cell:
+        return f'<a href="{html.escape(cell.href)}">{html.escape(cell)}</a>'
+    return html.escape(cell)

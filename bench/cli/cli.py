@@ -20,6 +20,9 @@ from surfbench.bench.cli.mcp import add_commands as add_mcp_commands
 from surfbench.bench.cli.mcp import add_server_options, surface_catalog
 from surfbench.bench.cli.scaffold_mcp import add_commands as add_suite_commands
 from surfbench.bench.cli.scale_cli import add_scale_commands
+from surfbench.bench.cli.sequential_cli import add_gate_options, add_plan_options, gate_command, plan_command
+from surfbench.bench.cli.synth import add_synth_command
+from surfbench.bench.cli.view_cli import add_view_commands
 from surfbench.bench.contracts.plugins import add_commands as add_plugin_commands
 
 EXIT_USAGE = 2
@@ -123,7 +126,11 @@ def _report(args: argparse.Namespace) -> int:
     runs = [Path(r) for r in args.runs]
     out = Path(args.out) if args.out else runs[0] / "report"
     md, page = _reading_runs(
-        "report", args.runs, lambda: write_report(runs, out, baseline=args.baseline, keep_newest=args.keep_newest)
+        "report",
+        args.runs,
+        lambda: write_report(
+            runs, out, baseline=args.baseline, keep_newest=args.keep_newest, viewer_url=args.viewer_url
+        ),
     )
     table = compact_table(Path(md).read_text(encoding="utf-8"))
     if table:
@@ -135,12 +142,23 @@ def _report(args: argparse.Namespace) -> int:
 def _gate(args: argparse.Namespace) -> int:
     from surfbench.bench.report.gate import format_gate, judge
 
+    if args.sequential:  # the criteria marked sequential, pair by pair: bench/cli/sequential_cli.py
+        return gate_command(args, _reading_runs)
     result = _reading_runs(
         "gate",
         args.runs,
         lambda: judge(Path(args.criteria), [Path(r) for r in args.runs], keep_newest=args.keep_newest),
     )
+    if result.scripted and not args.allow_scripted:  # a script's numbers are no evidence: no decision
+        from surfbench.bench.report.gate_exit import EXIT_REFUSED, scripted_warning
+
+        print(scripted_warning(result.scripted, allowed=False), file=sys.stderr)
+        return EXIT_REFUSED
     text = format_gate(result)
+    if args.json:
+        from surfbench.bench.report.gate_exit import gate_json
+
+        text = gate_json(result.name, result.baseline, result.decisions, result.per_model, result.scripted)
     print(text)
     if args.out:
         Path(args.out).write_text(text + "\n", encoding="utf-8")
@@ -148,10 +166,7 @@ def _gate(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from surfbench.bench.analysis.power import plan
-
-    print(plan(args.baseline, args.drop, args.paired_discordance).text())
-    return 0
+    return plan_command(args)  # the fixed-N requirement, then the sequential gate's (bench/cli/sequential_cli.py)
 
 
 def _migrate(args: argparse.Namespace) -> int:
@@ -267,13 +282,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="surface to compare against; must be in the runs (default: full, when the runs have it)",
     )
     p.add_argument("--keep-newest", action="store_true", help="count the newest row of a duplicated episode key")
+    p.add_argument("--viewer-url", default=None, help="link the tables to `surfbench view` pages at this address")
     p.set_defaults(func=_report)
 
-    p = sub.add_parser("gate", help="ship / revise / close per candidate surface; exit 0 / 1 / 2")
+    p = sub.add_parser(
+        "gate", help="ship / revise / close per candidate surface; exit 0 all ship, 1 worst revise, 2 any close"
+    )
     p.add_argument("--criteria", required=True, help="criteria file, e.g. configs/gate/dsh.yaml")
     p.add_argument("runs", nargs="+", help="run folders")
     p.add_argument("--out", default=None, help="also write the decision table to this file")
     p.add_argument("--keep-newest", action="store_true", help="count the newest row of a duplicated episode key")
+    p.add_argument("--json", action="store_true", help="print the decisions as JSON: one per candidate, its exit code")
+    p.add_argument(
+        "--allow-scripted", action="store_true", help="judge runs of a scripted model (a plumbing check; else exit 2)"
+    )
+    add_gate_options(p)  # --sequential, --batch, --budget, --seed (bench/cli/sequential_cli.py)
     p.set_defaults(func=_gate)
 
     p = sub.add_parser("plan", help="tasks x repeats a paired comparison needs to detect a given drop")
@@ -286,6 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="share of tasks where exactly one surface succeeds (from an earlier run's report); "
         "default: as if the surfaces' outcomes were independent (conservative)",
     )
+    add_plan_options(p)  # --threshold, --batch, --budget: the sequential estimate (bench/cli/sequential_cli.py)
     p.set_defaults(func=_plan)
 
     p = sub.add_parser("migrate", help="rewrite an older run's parquet parts in today's table schemas")
@@ -316,9 +340,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", nargs="?", choices=["info", "clear"], default="info")
     p.set_defaults(func=_cache)
     add_suite_commands(sub)  # init, check (their command line: bench/cli/scaffold_mcp.py)
+    add_synth_command(sub)  # synth: verified tasks from the catalog and world (bench/cli/synth.py)
     add_scale_commands(sub)  # retrieval, pool (bench/cli/scale_cli.py)
     add_mcp_commands(sub)  # catalog dump (bench/cli/mcp.py)
     add_plugin_commands(sub)  # plugins: every registered name (bench/contracts/plugins.py)
+    add_view_commands(sub)  # view: the local results viewer (bench/cli/view_cli.py, bench/view/)
     return parser
 
 

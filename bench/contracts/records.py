@@ -15,11 +15,19 @@ from surfbench.bench.base.taxonomy import ErrorType
 DOC = "doc"
 """The field-metadata key of a column's one-line description."""
 
-RECORDS_VERSION = 2
+RECORDS_VERSION = 5
 """Bumped when what a run records changes (run.json keeps it per cell, ``records_version``). 2: steps record the
 operations shown, calls the operations a meta call returned (``hits``), episodes their expected operations, and
 the run its catalogs and help sizes (bench.store.recorded), so that readers never reload a suite. Cells without it
-(version 1) are read the old way, from today's suites (marked as the legacy path where it happens)."""
+(version 1) are read the old way, from today's suites (marked as the legacy path where it happens). 3: calls record
+the operation policy's verdict (``policy``), episodes their partial and efficient credit (``call_share``,
+``state_share``, ``min_round_trips``, ``efficiency``) and policy counts (``policy_denials``, ...; bench.score.credit);
+older parts read them as null (``surfbench migrate`` rewrites them with the columns). 4: steps record when their
+request was sent (``sent_at``) and its segments (``segments``: system text, tool block, each message, with a digest
+and a token count), the sequence the cache model replays (bench.analysis.cache_model); older steps have them null
+and the cache model rebuilds them from the transcripts (bench.analysis.cache_requests). 5: episodes record the calls
+that reached the backend where the task wants a pass-through value and how many reached it (``instance_calls``,
+``instance_right``; bench.suites.instances); older parts read them as null."""
 
 
 def doc(text: str) -> dict[str, str]:
@@ -60,6 +68,13 @@ class CallRecord:
         metadata=doc(
             "For a meta call that returned operations (search, load, search_api, describe): [{op, rank, score}], "
             "best first (rank from 1; score None where nothing ranked them); None otherwise or before records v2."
+        ),
+    )
+    policy: str | None = field(
+        default=None,
+        metadata=doc(
+            "The operation policy's verdict on a routed call: allow, deny, approved or refused (an ask the simulated "
+            "user answered); None without a policy, for a call rejected before it, or before records v3."
         ),
     )
 
@@ -106,6 +121,16 @@ class StepRecord:
         metadata=doc(
             "Those operations in the surface's order (preselect: rank order); None when they are every operation "
             "of the catalog (the run's catalogs table lists them) or before records v2."
+        ),
+    )
+    sent_at: float | None = field(
+        default=None, metadata=doc("When the request was sent, Unix seconds; None before records v4.")
+    )
+    segments: list[list[Any]] | None = field(
+        default=None,
+        metadata=doc(
+            "The request in order, one [part, digest, tokens] per segment: system, tools, then each message by role "
+            "(tokens: o200k_base estimate; bench.analysis.cache_model replays them); None before records v4."
         ),
     )
 

@@ -66,6 +66,10 @@ def model_config(name: str, data: dict[str, Any] | None = None) -> ModelConfig:
             "(each server needs a thread of its own)"
         )
     _check_window(cfg, origin)
+    if cfg.cache_profiles:  # the cache model's numbers (bench.models.cache_profiles), checked before any run
+        from surfbench.bench.models.cache_profiles import check_overrides
+
+        check_overrides(cfg.cache_profiles, origin("cache_profiles", cfg.cache_profiles))
     return cfg
 
 

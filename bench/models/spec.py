@@ -19,6 +19,7 @@ MODEL_KEYS = {
     "name", "provider", "embedded", "model", "api_base", "api_key_env", "params_b", "n_ctx", "threads",
     "chat_format", "mode", "prompt_format", "tokenizer", "temperature", "max_tokens", "seed", "description",
     "script_suite", "script_delay_s", "concurrency", "rpm", "tpm", "cache_control", "limits", "n_parallel",
+    "cache_profiles", "server", "slots",
 }  # fmt: skip
 
 
@@ -73,9 +74,18 @@ class ModelConfig:
     """Tokens per minute (prompt estimate + max_tokens) this endpoint allows; None: no budget."""
     cache_control: str | None = one_of(None, ("tools",), null="no breakpoint")
     """``tools``: an Anthropic prompt-cache breakpoint after the tool block (native mode); None: none."""
+    server: str = one_of("llama-cpp-python", ("llama-cpp-python", "llama-server"))
+    """For ``local``: the engine, ``llama-server`` (llama.cpp's own: slots, per-request cache counts) or
+    ``llama-cpp-python`` (one request at a time); docs/models.md."""
+    slots: int = ranged(1, 1, 64)
+    """For ``local`` on ``llama-server``: sequences decoded together in one process (``--parallel``); pair it
+    with ``concurrency`` (episodes in flight)."""
     n_parallel: int = ranged(1, 1, None)
     """For ``local``: llama.cpp server processes (slots), ``threads // n_parallel`` threads each; calls go
     to a free one. Helps only with cores to spare (docs/models.md); pair it with ``concurrency``."""
     limits: dict[str, Any] = field(default_factory=dict)
     """The provider's limits: ``max_tools``, ``name_pattern``, ``context_window`` (bench.catalog.limits)."""
+    cache_profiles: dict[str, Any] = field(default_factory=dict)
+    """Overrides of the prompt-cache profiles' numbers for this model (bench.models.cache_profiles), e.g.
+    ``{anthropic: {min_tokens: 2048}}``; read by the cache model of the report and the gate."""
     extra: dict[str, Any] = field(default_factory=dict)

@@ -15,6 +15,8 @@ A criteria file (``configs/gate/*.yaml``)::
 
 A criterion with ``tasks: {tags: [...]}`` is judged on the episodes of tasks carrying at least one of those tags (both
 sides, so a ratio and a pairing compare the same tasks); its name in the table says so.
+A criterion with ``sequential: true`` is judged pair by pair by ``surfbench gate --sequential``
+(bench.report.sequential_gate); this fixed-N gate ignores the flag.
 Each criterion is judged ``pass``, ``fail`` or ``inconclusive`` (an interval that straddles the threshold, or a drop
 criterion whose baseline is already at or below the allowed drop, so that no drop could be seen), ``underpowered``
 (inconclusive, and the threshold is below the comparison's minimum detectable difference at 80% power,
@@ -22,10 +24,13 @@ with the paired N that would suffice), or ``no evidence``: the runs hold nothing
 criterion on a surface without help payloads, a ratio whose baseline cell is missing, no paired tasks). Missing
 evidence is never a pass: it counts like inconclusive.
 Per candidate and model: any decisive ``fail`` with ``on_fail: close`` -> close; else any fail, inconclusive,
-underpowered or no evidence -> revise; else ship. A candidate's decision is its worst over models. Exit code: 0 if
-some candidate ships, 1 if the best is revise, 2 if all close, and 2 with one error line (no table) when the criteria
+underpowered or no evidence -> revise; else ship. A candidate's decision is its worst over models. Exit code: 0 only
+when every candidate ships, 1 if the worst is revise, 2 if any closes (bench.report.gate_exit: each candidate's own
+in ``--json``), and 2 with one error line (no table) when the criteria
 file or a run cannot be read, or a run's run.json is malformed or records another run's cells
 (bench.store.evidence): a broken run record is never judged, so no criterion turns "no evidence" for want of one.
+Runs of a scripted model (run.json's cells, ``provider: scripted``) are listed in ``GateResult.scripted``: the
+command refuses them (one warning line, exit 2) unless ``--allow-scripted``.
 """
 
 from __future__ import annotations
@@ -36,11 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from surfbench.bench.analysis.cache_requests import effective_costs
 from surfbench.bench.analysis.compare import Paired, paired_comparisons
 from surfbench.bench.analysis.metrics import METRICS, Metric, summarize_cell
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.catalog.limits import recorded_originals
 from surfbench.bench.report.gate_criteria import KINDS, Criterion, load_criteria
+from surfbench.bench.report.gate_exit import EXIT as EXIT
+from surfbench.bench.report.gate_exit import scripted_warning, worst_exit
 from surfbench.bench.store.evidence import surface_label
 from surfbench.bench.store.reader import Runs, load
 from surfbench.bench.store.tables import CellSummary
@@ -50,7 +58,6 @@ if TYPE_CHECKING:
 
 NO_EVIDENCE = "no evidence"
 DECISIONS = ("ship", "revise", "close")
-EXIT = {"ship": 0, "revise": 1, "close": 2}
 
 
 @dataclass(frozen=True)
@@ -83,13 +90,13 @@ class GateResult:
     """Which recorded surface config each candidate was judged with (from run.json)."""
     notes: list[str] = field(default_factory=list)
     """Rows left out, suite files changed since the run."""
+    scripted: tuple[str, ...] = ()
+    """The scripted models the runs recorded (run.json): not a measurement (``surfbench gate`` refuses them)."""
 
     @property
     def exit_code(self) -> int:
-        """0 if some candidate ships, 1 if the best is revise, 2 if all close (or there is no candidate)."""
-        if not self.decisions:
-            return 2
-        return min(EXIT[d] for d in self.decisions.values())
+        """0 only when every candidate ships, 1 if the worst is revise, 2 if any closes (or there is no candidate)."""
+        return worst_exit(self.decisions.values())
 
 
 def _cell(frame: pd.DataFrame, surface: str, model: str) -> CellSummary:
@@ -180,6 +187,8 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
     paired = {
         (tags, p.candidate, p.model): p for tags, sub in subsets.items() for p in paired_comparisons(sub, baseline, hot)
     }
+    # an effective-cost criterion: each surface x model under its cache profile (bench.analysis.cache_requests)
+    effective = {c: effective_costs(view, subsets[c.tags], c.profile) for c in spec["criteria"] if c.profile}
     verdicts: list[Verdict] = []
     per_model: dict[tuple[str, str], str] = {}
     configs: list[str] = []
@@ -189,7 +198,9 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
         for model in sorted(set(frame[frame["surface"] == cand]["model"])):
             cells = {tags: (_cell(sub, baseline, model), _cell(sub, cand, model)) for tags, sub in subsets.items()}
             got = [
-                _verdict(c, cand, model, *cells[c.tags], paired.get((c.tags, cand, model)), helps)
+                _cost_verdict(c, cand, model, baseline, effective[c])
+                if c.profile
+                else _verdict(c, cand, model, *cells[c.tags], paired.get((c.tags, cand, model)), helps)
                 for c in spec["criteria"]
             ]
             verdicts += got
@@ -204,15 +215,35 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
         for cand in candidates
     }
     name = str(spec.get("name", criteria_path.stem))
-    return GateResult(name, baseline, verdicts, decisions, per_model, configs, list(view.notes))
+    return GateResult(name, baseline, verdicts, decisions, per_model, configs, list(view.notes), view.scripted_models)
+
+
+def _cost_verdict(
+    c: Criterion, cand: str, model: str, baseline: str, costs: dict[tuple[str, str], float | None]
+) -> Verdict:
+    """An effective-cost criterion: the candidate's modelled cost per episode over the baseline's, under its profile."""
+    metric = METRICS[KINDS[c.kind].metric]
+    mine, base = costs.get((cand, model)), costs.get((baseline, model))
+    label = f"{metric.label} ({c.profile})"
+    if mine is None or not base:
+        return Verdict(cand, model, c.label, c.value, f"{label}: not modelled", NO_EVIDENCE, c.on_fail)
+    ratio = metric.worse_ratio(mine, base)
+    observed = f"{label} {metric.format(mine)} vs {metric.format(base)} = {ratio:.2f}x"
+    return Verdict(cand, model, c.label, c.value, observed, "pass" if ratio <= c.value else "fail", c.on_fail)
 
 
 def _ratio_verdict(
     c: Criterion, cand: str, model: str, metric: Metric, mine: float | None, base: float | None
 ) -> Verdict:
     # the ratio's denominator: the baseline's value, or the candidate's for a higher-is-better metric
-    if mine is None or base is None or not (mine if metric.higher_is_better else base):
+    if mine is None or base is None:
         return Verdict(cand, model, c.label, c.value, f"{metric.label}: not measured", NO_EVIDENCE, c.on_fail)
+    if not (mine if metric.higher_is_better else base):  # a measured 0 below: equal when both are 0, else worse
+        top = base if metric.higher_is_better else mine
+        ratio = 1.0 if not top else math.inf
+        outcome = "pass" if ratio <= c.value else "fail"
+        observed = f"{metric.label} {mine:,.1f} vs {base:,.1f} = {ratio:.2f}x"
+        return Verdict(cand, model, c.label, c.value, observed, outcome, c.on_fail)
     ratio = metric.worse_ratio(mine, base)
     outcome = "pass" if ratio <= c.value else "fail"
     observed = f"{metric.label} {mine:,.1f} vs {base:,.1f} = {ratio:.2f}x"
@@ -284,6 +315,8 @@ def _verdict(
 def format_gate(result: GateResult) -> str:
     """The gate's verdicts table and decisions, as ``surfbench gate`` prints them."""
     lines = [f"gate {result.name}: baseline {result.baseline}", ""]
+    if result.scripted:
+        lines[1:1] = [scripted_warning(result.scripted, allowed=True)]
     lines.append("| candidate | model | criterion | threshold | observed | outcome |")
     lines.append("|---|---|---|---|---|---|")
     for v in result.verdicts:

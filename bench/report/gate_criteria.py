@@ -41,9 +41,19 @@ KINDS: dict[str, CriterionKind] = {
     "first_try_drop_max": CriterionKind("first_try_accuracy", "drop"),
     "round_trips_ratio_max": CriterionKind("round_trips", "ratio"),
     "success_drop_max": CriterionKind("success_rate", "drop"),
+    # partial and efficient credit (bench.analysis.credit): the baseline's over the candidate's mean, at most the value
+    "call_share_ratio_max": CriterionKind("call_share", "ratio"),
+    "state_share_ratio_max": CriterionKind("state_share", "ratio"),
+    "efficiency_ratio_max": CriterionKind("efficiency", "ratio"),
+    # pass-through parameters (bench.analysis.instances): the baseline's instance accuracy over the candidate's
+    "instance_accuracy_ratio_max": CriterionKind("instance_accuracy", "ratio"),
+    # modelled prompt caching (bench.analysis.cache_model): the candidate's effective cost over the baseline's
+    "effective_cost_ratio_max": CriterionKind("effective_cost_per_episode", "ratio"),
 }
 DROP_KINDS = tuple(name for name, kind in KINDS.items() if kind.test == "drop")
-CRITERION_KEYS = ("kind", "value", "on_fail", "tasks")
+CRITERION_KEYS = ("kind", "value", "on_fail", "tasks", "sequential", "profile")
+PROFILE_KINDS = ("effective_cost_ratio_max",)
+"""Criteria judged under a cache profile (``profile: openai``; bench.models.cache_profiles), which they require."""
 
 
 @dataclass(frozen=True)
@@ -55,11 +65,16 @@ class Criterion:
     on_fail: str = "revise"
     tags: tuple[str, ...] = ()
     """Judge only the episodes of tasks with one of these tags (``tasks: {tags: [...]}``); () = every task."""
+    sequential: bool = False
+    """``sequential: true``: ``surfbench gate --sequential`` judges it pair by pair (bench.report.sequential_gate)."""
+    profile: str | None = None
+    """The cache profile an effective-cost criterion models (bench.models.cache_profiles); None for the others."""
 
     @property
     def label(self) -> str:
-        """The criterion's name in the table: its kind, and the tasks it is judged on when filtered."""
-        return f"{self.kind} [tasks tagged {'/'.join(self.tags)}]" if self.tags else self.kind
+        """The criterion's name in the table: its kind (and profile), and the tasks it is judged on when filtered."""
+        kind = f"{self.kind} ({self.profile})" if self.profile else self.kind
+        return f"{kind} [tasks tagged {'/'.join(self.tags)}]" if self.tags else kind
 
 
 GATE_EXAMPLE = "configs/gate/dsh.yaml"
@@ -167,4 +182,37 @@ def _criterion(path: Path, i: int, raw: Any) -> Criterion:
     tags = tasks.get("tags") if isinstance(tasks, Mapping) and set(tasks) == {"tags"} else None
     if tasks is not None and (not isinstance(tags, list) or not tags or not all(isinstance(t, str) for t in tags)):
         raise ConfigError(f"{where}.tasks: {tasks!r} must be {{tags: [TAG, ...]}}, e.g. {{tags: [multi]}}")
-    return Criterion(str(kind), float(value), str(on_fail), tuple(tags or ()))
+    sequential = _sequential(where, str(kind), float(value), raw.get("sequential", False))
+    profile = _profile(where, str(kind), raw.get("profile"), sequential)
+    return Criterion(str(kind), float(value), str(on_fail), tuple(tags or ()), sequential, profile)
+
+
+def _profile(where: str, kind: str, name: Any, sequential: bool) -> str | None:
+    """``profile:`` checked: a cache profile, required by (and only for) the criteria judged under one."""
+    from surfbench.bench.models.cache_profiles import PROFILES
+
+    if kind in PROFILE_KINDS and sequential:
+        raise ConfigError(f"{where}.sequential: {kind} is modelled over a cell's requests, not judged on task pairs")
+    if kind not in PROFILE_KINDS:
+        if name is not None:
+            raise ConfigError(f"{where}.profile: only {', '.join(PROFILE_KINDS)} is judged under a cache profile")
+        return None
+    if name not in PROFILES:
+        raise ConfigError(f"{where}.profile: {name!r} must be a cache profile ({', '.join(PROFILES)})")
+    return str(name)
+
+
+def _sequential(where: str, kind: str, value: float, flag: Any) -> bool:
+    """``sequential:`` checked: true or false, on a kind judged on pairs, with a threshold the test can take."""
+    from surfbench.bench.analysis.sequential import threshold_to_unit
+
+    if not isinstance(flag, bool):
+        raise ConfigError(f"{where}.sequential: {flag!r} must be true or false")
+    if flag and KINDS[kind].test == "limit":
+        raise ConfigError(f"{where}.sequential: {kind} is judged on the surface, not on task pairs: it cannot be")
+    if flag:
+        try:
+            threshold_to_unit(value, "ratio" if KINDS[kind].test == "ratio" else "diff")
+        except ValueError as exc:
+            raise ConfigError(f"{where}.value: {exc}") from None
+    return flag

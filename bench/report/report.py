@@ -18,14 +18,15 @@ from pathlib import Path
 from surfbench.bench.analysis.funnel import funnel_section
 from surfbench.bench.analysis.multicall import multicall_section
 from surfbench.bench.base.sections import Section
+from surfbench.bench.report.cache_section import cache_sections
 from surfbench.bench.report.figures import draw_all
 from surfbench.bench.report.report_choices import ACCESS_HEAD, access_table, picks_table
 from surfbench.bench.report.report_data import (
-    CELL_HEAD,
     KIND_ORDER,
     PAIRED_HEAD,
     PASS_K_HEAD,
     ReportData,
+    cell_head,
     cell_table,
     collect,
     error_table,
@@ -34,14 +35,18 @@ from surfbench.bench.report.report_data import (
     per_op_table,
 )
 from surfbench.bench.report.scale_figure import scale_section
+from surfbench.bench.report.viewer_links import link_cells_table, link_per_op_table, viewer_base
 
 
-def report_sections(data: ReportData, figures: Mapping[str, str]) -> list[Section]:
+def report_sections(data: ReportData, figures: Mapping[str, str], viewer: str | None = None) -> list[Section]:
     """Every ``##`` section of the report, in order: report.md and report.html both render this one list.
 
     ``figures``: figure title -> image path relative to the report. A section with nothing to show is left out.
+    ``viewer``: the viewer's address (bench.report.viewer_links): the cells and per-operation tables link to it.
     """
-    sections = [Section("Surfaces x models", table=(CELL_HEAD, cell_table(data)))]
+    head = cell_head(data)  # CELL_HEAD and the optional columns (partial credit, policy) some cell has
+    cells = link_cells_table(cell_table(data, optional=True), data.cells, head, viewer)
+    sections = [Section("Surfaces x models", table=(head, cells))]
     if data.paired:
         sections.append(
             Section(
@@ -63,7 +68,9 @@ def report_sections(data: ReportData, figures: Mapping[str, str]) -> list[Sectio
                 (PASS_K_HEAD, pk_rows),
             )
         )
-    sections.append(Section("First-try argument accuracy per operation (hottest first)", table=per_op_table(data)))
+    op_head, op_rows = per_op_table(data)
+    op_rows = link_per_op_table(op_head, op_rows, data.cells, data.originals, viewer)
+    sections.append(Section("First-try argument accuracy per operation (hottest first)", table=(op_head, op_rows)))
     err_head, err_rows = error_table(data)
     if err_rows:
         sections.append(
@@ -78,19 +85,20 @@ def report_sections(data: ReportData, figures: Mapping[str, str]) -> list[Sectio
     sections += funnel_section(data.funnel)  # preselect, search, lazy: where tasks are lost (bench.analysis.funnel)
     sections += multicall_section(data.multicall, data.baseline)  # round trips where one program could save calls
     sections += scale_section(data.scale)  # runs with more than one catalog size: the scale figure's numbers
+    sections += cache_sections(data.cells, data.cache)  # modelled prompt caching (bench.report.cache_section)
     if figures:
         sections.append(Section("Figures", figures=tuple(figures.items())))
-    return sections
+    return [section for section in sections if not section.empty]  # e.g. per operation, without expected calls
 
 
-def markdown(data: ReportData, figures: Mapping[str, str]) -> str:
+def markdown(data: ReportData, figures: Mapping[str, str], viewer: str | None = None) -> str:
     """The report as markdown; ``figures``: figure title -> image path relative to the report."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [f"# surfbench report\n\nRuns: {', '.join(data.runs)}. Made {stamp}. Baseline surface: `{data.baseline}`."]
     if data.scripted:
         parts.append("> **Scripted model in these runs: not a measurement.**")
     parts += [f"> Note: {note}" for note in data.notes]
-    parts += [section.markdown() for section in report_sections(data, figures)]
+    parts += [section.markdown() for section in report_sections(data, figures, viewer)]
     return "\n\n".join(parts) + "\n"
 
 
@@ -127,10 +135,13 @@ CSS = (
     "th,td{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f3f3f3}"
     "td:first-child{text-align:left}.warn{background:#fee;padding:.5rem;border:1px solid #c00}"
     "figure{display:inline-block;margin:1rem}img{max-width:640px}"
+    ".scroll{overflow-x:auto;max-width:100%}"
 )
 
 
-def html_page(data: ReportData, images: Mapping[str, str], figures: Mapping[str, str] | None = None) -> str:
+def html_page(
+    data: ReportData, images: Mapping[str, str], figures: Mapping[str, str] | None = None, viewer: str | None = None
+) -> str:
     """One file: the sections of :func:`report_sections`, figures as PNG ``data:`` URIs, no script or external link.
 
     ``images``: figure title -> base64 PNG; ``figures``: figure title -> image path (default: ``images``' titles).
@@ -139,7 +150,7 @@ def html_page(data: ReportData, images: Mapping[str, str], figures: Mapping[str,
     banner = '<p class="warn">Scripted model in these runs: not a measurement.</p>' if data.scripted else ""
     banner += "".join(f"<p>Note: {html.escape(note)}</p>" for note in data.notes)
     runs = html.escape(", ".join(data.runs))
-    sections = report_sections(data, {n: n for n in images} if figures is None else figures)
+    sections = report_sections(data, {n: n for n in images} if figures is None else figures, viewer)
     body = "\n".join(section.html(images) for section in sections)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>surfbench report</title>
@@ -157,13 +168,16 @@ def write_report(
     baseline: str | None = None,
     keep_newest: bool = False,
     by_access: bool = False,
+    viewer_url: str | None = None,
 ) -> tuple[Path, Path]:
     """Write report.md, report.html and the figures; return the two report paths.
 
     ``baseline``: the surface to pair against; None: ``full`` when the runs have it (see
     :func:`surfbench.bench.report.report_data.resolve_baseline`). ``by_access``: add first-try accuracy split by read
-    and write operations. The runs are read and checked before anything is written.
+    and write operations. ``viewer_url``: link the tables to the viewer's pages there (None: ``SURFBENCH_VIEWER_URL``,
+    else no links; bench.report.viewer_links). The runs are read and checked before anything is written.
     """
+    viewer = viewer_base(viewer_url)
     data = collect(runs, baseline, keep_newest=keep_newest, by_access=by_access)
     out_dir.mkdir(parents=True, exist_ok=True)
     pngs = draw_all(data, out_dir)
@@ -173,8 +187,8 @@ def write_report(
     md_path = out_dir / "report.md"
     html_path = out_dir / "report.html"
     figures = {n: p.name for n, p in pngs.items()}
-    md_path.write_text(markdown(data, figures), encoding="utf-8")
-    html_path.write_text(html_page(data, images, figures), encoding="utf-8")
+    md_path.write_text(markdown(data, figures, viewer), encoding="utf-8")
+    html_path.write_text(html_page(data, images, figures, viewer), encoding="utf-8")
     return md_path, html_path
 
 

@@ -7,10 +7,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from surfbench.bench.contracts.records import EpisodeTrace
+from surfbench.bench.score.credit import episode_credit
 from surfbench.bench.score.scorer import EpisodeScore
 from surfbench.bench.score.stuck import scan as scan_repeats
 from surfbench.bench.store.tables import CallRow, EpisodeRow, StepRow
 from surfbench.bench.suites.expected import OneOfCall
+from surfbench.bench.suites.instances import instance_tally
 from surfbench.bench.suites.suite import Task
 
 if TYPE_CHECKING:  # the runner builds cells and imports this module, not the other way round
@@ -51,6 +53,8 @@ def episode_rows(
     stuck = scan_repeats(steps, trace.calls)
     state = trace.state if isinstance(trace.state, dict) else {}
     usage = state.get("usage") or trace.usage  # a sandboxed backend's peaks (tasks/workspace), or its programs'
+    tally = instance_tally(task, trace.calls, cell.surface_for(task).catalog)  # bench.suites.instances
+    credit = episode_credit(task, trace, score.success, policed=cell.policy is not None)  # bench.score.credit
     episode = EpisodeRow(
         episode_key=key,
         run=run,
@@ -114,6 +118,15 @@ def episode_rows(
         disk_peak_bytes=usage.get("disk_peak_bytes"),
         memory_peak_bytes=usage.get("memory_peak_bytes"),
         expected_ops=[list(e.ops) if isinstance(e, OneOfCall) else e.op for e in task.expected],
+        call_share=credit.call_share,
+        state_share=credit.state_share,
+        min_round_trips=credit.min_round_trips,
+        efficiency=credit.efficiency,
+        policy_denials=credit.policy_denials,
+        policy_asked=credit.policy_asked,
+        policy_recovered=credit.policy_recovered,
+        instance_calls=tally.calls if tally is not None else None,
+        instance_right=tally.right if tally is not None else None,
     )
     step_rows = [StepRow(key, s) for s in steps]
     call_rows = []

@@ -90,6 +90,8 @@ def model_identity(cfg: Any, mode: str) -> dict[str, Any]:
     out["mode"] = mode
     if getattr(cfg, "cache_control", None):  # a prompt-cache breakpoint changes the request; absent, old ids hold
         out["cache_control"] = cfg.cache_control
+    if getattr(cfg, "server", "llama-cpp-python") != "llama-cpp-python":  # another engine; absent, old ids hold
+        out["server"] = cfg.server
     if cfg.provider == "local" and cfg.embedded:
         from surfbench.bench.models.local import embedded
 
@@ -144,7 +146,11 @@ def _stable(value: Any) -> Any:
 def surface_text(surface: Any) -> str:
     """Hash of what ``surface`` shows on a first turn: its system text and ``candidate_tools()``, in order."""
     tools = [[t.name, t.description, t.parameters] for t in surface.candidate_tools()]
-    return _ordered_hash({"system": surface.system_text(), "tools": tools})
+    shown: dict[str, Any] = {"system": surface.system_text(), "tools": tools}
+    guidance: list[str] = getattr(surface, "guidance_candidates", list)()  # bench.catalog.guidance: every snippet
+    if guidance:  # only with the option: other cells keep their ids
+        shown["guidance"] = guidance
+    return _ordered_hash(shown)
 
 
 def _digest(data: bytes) -> str:
@@ -254,13 +260,20 @@ class CellIdentity:
     """Hash of what the surface shows on a first turn (:func:`surface_text`)."""
     surface_code: dict[str, str] = field(default_factory=dict)
     """Module -> hash of each source file of the surface's code (:func:`surface_code`)."""
+    policy: dict[str, Any] | None = field(default=None, compare=False)
+    """The operation policy (bench.suites.policy), in full; None: none. Hashed only when set, so that a cell
+    without a policy keeps the id it had before policies existed."""
 
     @property
     def cell_id(self) -> str:
-        return canonical_hash(_plain(self))
+        return canonical_hash(self._content())
+
+    def _content(self) -> dict[str, Any]:
+        content: dict[str, Any] = _plain(self)  # fields with compare=False (the policy) are left out here
+        return {**content, "policy": self.policy} if self.policy is not None else content
 
     def as_dict(self) -> dict[str, Any]:
-        return {**_plain(self), "cell_id": self.cell_id}
+        return {**self._content(), "cell_id": self.cell_id}
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -154,6 +154,35 @@ class EpisodeRow(Row):
             "records v2 (bench.store.recorded: readers then reload the suite)."
         ),
     )
+    call_share: float | None = field(
+        default=None,
+        metadata=doc("Share of the expected calls matched by successful calls (bench.score.credit); None: none."),
+    )
+    state_share: float | None = field(
+        default=None, metadata=doc("Share of the task's state checks that hold (bench.score.credit); None: none.")
+    )
+    min_round_trips: int | None = field(
+        default=None, metadata=doc("The fewest model calls the task can take, from its expected calls.")
+    )
+    efficiency: float | None = field(
+        default=None, metadata=doc("min_round_trips / round_trips for a successful episode; None otherwise.")
+    )
+    policy_denials: int | None = field(
+        default=None, metadata=doc("Calls the operation policy kept from the backend (denied or refused asks).")
+    )
+    policy_asked: int | None = field(
+        default=None, metadata=doc("Calls the policy asked the simulated user about (approved or refused).")
+    )
+    policy_recovered: bool | None = field(
+        default=None, metadata=doc("With a call kept from the backend: the episode still succeeded; else None.")
+    )
+    instance_calls: int | None = field(
+        default=None,
+        metadata=doc("Calls that reached the backend where the task wants a pass-through value (an instance)."),
+    )
+    instance_right: int | None = field(
+        default=None, metadata=doc("Of those, the calls that reached the instance the task names (or the default).")
+    )
 
 
 @dataclass(frozen=True)
@@ -220,6 +249,28 @@ class CellSummary(Row):
     cost_per_solved: float | None = field(
         default=None, metadata=doc("The cell's model cost over its solved episodes, USD; None when none was solved.")
     )
+    call_share: float | None = field(default=None, metadata=doc("Mean share of expected calls matched."))
+    call_share_ci_low: float | None = field(default=None, metadata=doc("Low end of its 95% t interval."))
+    call_share_ci_high: float | None = field(default=None, metadata=doc("High end of its 95% t interval."))
+    state_share: float | None = field(default=None, metadata=doc("Mean share of state checks holding."))
+    state_share_ci_low: float | None = field(default=None, metadata=doc("Low end of its 95% t interval."))
+    state_share_ci_high: float | None = field(default=None, metadata=doc("High end of its 95% t interval."))
+    efficiency: float | None = field(
+        default=None, metadata=doc("Mean min_round_trips / round_trips over the successful episodes.")
+    )
+    efficiency_ci_low: float | None = field(default=None, metadata=doc("Low end of its 95% t interval."))
+    efficiency_ci_high: float | None = field(default=None, metadata=doc("High end of its 95% t interval."))
+    policy_denials: float | None = field(
+        default=None, metadata=doc("Calls the operation policy kept from the backend, per episode; None: no policy.")
+    )
+    policy_recovered: float | None = field(
+        default=None, metadata=doc("Share of the episodes with such a call that still succeeded.")
+    )
+    instance_accuracy: float | None = field(
+        default=None, metadata=doc("Share of the calls that reached the instance their task names; None: no such call.")
+    )
+    instance_accuracy_ci_low: float | None = field(default=None, metadata=doc("Low end of its 95% Wilson interval."))
+    instance_accuracy_ci_high: float | None = field(default=None, metadata=doc("High end of its 95% Wilson interval."))
 
     def metric(self, name: str) -> float | None:
         """The value of metric ``name`` (a bench.analysis.metrics.METRICS name that the summary holds)."""

@@ -20,6 +20,7 @@ from surfbench.bench.catalog.catalog import Catalog
 from surfbench.bench.suites.expected import call_from, check_call, one_of_from
 from surfbench.bench.suites.fields import _fail, _got, boolean, items, mapping, no_unknown, strings, text
 from surfbench.bench.suites.matcher_format import check_matcher, compile_regex
+from surfbench.bench.suites.policy import policy_mapping
 from surfbench.bench.suites.suite_model import (
     ANSWER_KEYS,
     CALL_KEYS,
@@ -147,6 +148,8 @@ def suite_file(data: Any, path: Path) -> SuiteFile:
         error_types=error_types(data.get("error_types"), where),
         tags=suite_tags(data, where),
         checks=hook_specs(data, "checks", where),
+        policy=policy_mapping(data.get("policy"), where),
+        passthrough=tuple(strings(data, "passthrough", where)) if data.get("passthrough") is not None else None,
     )
     if not spec.loader:
         for key in ("catalog", "tasks"):

@@ -34,12 +34,19 @@ suite.yaml (:class:`SuiteFile`)::
                                         #   system_prompt, max_steps, steps_per}: a suite built from another
                                         #   benchmark's data, used as ``suite=name:variant``
     variants: [simple_python, ...]      # the variants the loader builds
+    policy: {deny: [repo_delete], ask: [destructiveHint], user: refuse}  # which operations may run, however
+                                        #   they are reached (bench/suites/policy.py); a run may override it
+    passthrough: [instance]             # parameters every operation takes, carried by every surface (the
+                                        #   dispatcher: beside 'operation'); default: detected (Catalog.passthrough)
+
+A suite's folder may also hold ``guidance/*.md``: snippets on how and when to use its operations (front matter
+``title`` and ``description``; bench/catalog/guidance.py), which a surface's ``guidance`` option injects.
 
 A task (:class:`Task`)::
 
     id: hot-issue-get                   # required; unique within the suite
     turns: ["Show me issue 3 of acme/web"]  # required: the user's messages, one per turn (a string: one)
-    split: dev                          # dev | test
+    split: dev                          # dev | test | synth (made by surfbench synth)
     tags: [hot, single]                 # core tags (CORE_TAGS) or the suite's own (suite.yaml tags)
     scenario: default                   # the backend scenario the episode starts from
     expected:                           # the canonical calls (ExpectedCall)
@@ -49,8 +56,10 @@ A task (:class:`Task`)::
         oracle_args: {index: 3}         #   concrete arguments for the oracle replay where matchers allow many
         turn: 0                         #   the user turn (0-based) it answers; default: any
       - one_of:                         #   or a choice: any alternative (op, args, oracle_args) satisfies
-          - {op: create_issue, args: {title: Bug}}  # it (bench/suites/expected.py); the oracle replays the first
-          - {op: issue_write, args: {method: create, title: Bug}}
+          - {op: create_issue, args: {title: Bug}}  # it (bench/suites/expected.py); the oracle replays the
+          - {op: issue_write, args: {method: create, title: Bug}}  # first one the surface can reach
+          - [{op: open_form}, {op: submit_form, args: {title: Bug}}]  # a list: several calls, in order
+                                        #   ({calls: [...], any_order: true}: in any order)
         turn: 0
     order: ordered                      # ordered | any: whether the expected calls must come in this order
     state:                              # checks on the backend's state (StateCheck)
@@ -84,6 +93,7 @@ from typing import Any, cast
 
 from surfbench.bench.base.validation import closest
 from surfbench.bench.catalog.catalog import Catalog
+from surfbench.bench.catalog.guidance import attach
 from surfbench.bench.catalog.importers import load_catalog
 from surfbench.bench.contracts.backend import Backend, CannedBackend
 from surfbench.bench.suites.expected import ExpectedCall
@@ -96,7 +106,8 @@ CORE_TAGS = frozenset(
 """Tags every suite may use: hot|cold (how often the operation is called), single|multi (one or several
 calls), arg-heavy, near-miss (a similar operation exists), should-refuse (the scorer expects a refusal),
 read|write, multi-turn."""
-SPLITS = ("dev", "test")
+SPLITS = ("dev", "test", "synth")
+"""``synth``: tasks ``surfbench synth`` made and verified (bench/run/synth_run.py), never mixed into dev or test."""
 DEFAULT_SYSTEM = (
     "You are an assistant that acts through the tools you are given. Use the tools to do what the user "
     "asks, then answer briefly in plain text. If no tool can do it, say so."
@@ -159,7 +170,7 @@ class Task:
     turns: tuple[str, ...]
     """The user's messages, one per turn."""
     split: str = "dev"
-    """``dev`` or ``test``."""
+    """``dev``, ``test`` or ``synth`` (made by ``surfbench synth``)."""
     tags: tuple[str, ...] = ()
     """Core tags (CORE_TAGS) or the suite's own."""
     scenario: str | None = None
@@ -239,6 +250,10 @@ class SuiteFile:
     """The suite's own task tags beyond CORE_TAGS."""
     checks: tuple[str, ...] = ()
     """The suite's own scoring checks, ``file.py:function`` or a registered name each, in the order they run."""
+    policy: dict[str, Any] = field(default_factory=dict)
+    """The operation policy as written, checked (bench.suites.policy.policy_mapping); {}: none."""
+    passthrough: tuple[str, ...] | None = None
+    """Parameters declared shared by every operation (``passthrough: [instance]``); None: detected."""
 
 
 SUITE_KEYS = yaml_keys(SuiteFile)
@@ -292,6 +307,10 @@ class Suite:
     """The suite's own scoring checks, ``path.py:function`` (resolved) or a registered name each, in order."""
     mcp: Any = None
     """A live MCP server as the catalog (bench.mcp.suites.McpCatalogSpec); None: ``catalog_spec``."""
+    policy: dict[str, Any] = field(default_factory=dict)
+    """The operation policy of suite.yaml, checked (bench.suites.policy); a run's keys replace these; {}: none."""
+    passthrough: tuple[str, ...] | None = None
+    """suite.yaml's ``passthrough`` (parameters every operation takes); None: the catalog's own or detected."""
 
     @cached_property
     def classifier(self) -> Classifier | None:
@@ -302,7 +321,14 @@ class Suite:
 
     @cached_property
     def catalog(self) -> Catalog:
-        """The suite's catalog (for a suite whose tasks carry their own: the union of theirs)."""
+        """The suite's catalog (for a suite whose tasks carry their own: the union of theirs).
+
+        With the suite's guidance snippets (``guidance/*.md``) and its declared pass-through parameters attached
+        (bench.catalog.guidance.attach).
+        """
+        return attach(self._catalog_as_loaded(), self.folder, self.passthrough)
+
+    def _catalog_as_loaded(self) -> Catalog:
         if self.preset_catalog is not None:
             return self.preset_catalog
         if self.mcp is not None:

@@ -27,6 +27,9 @@ REFERENCE = ROOT / "results" / "reference"
 # The tables' columns as runs are written: a change here breaks every existing run folder (and `surfbench
 # migrate`), so it must be deliberate. Records v2 (bench.contracts.records.RECORDS_VERSION) added expected_ops,
 # shown_count, operations_shown and hits at the ends: the runs in results/reference lack them (read as null).
+# Records v3 added the calls' policy verdict and the episodes' partial credit and policy counts, at the ends too.
+# Records v4 added the steps' sent_at and segments (the cache model's input), at the end likewise.
+# Records v5 added the episodes' instance_calls and instance_right (pass-through parameters), at the end.
 WRITTEN = {
     "episodes": "episode_key:string run:string suite:string task_id:string split:string tags:string surface:string "
     "surface_config:string surface_kind:string model:string model_config:string cell_id:string task_hash:string "
@@ -39,14 +42,17 @@ WRITTEN = {
     "cached_prompt_tokens_total:int64 completion_tokens_total:int64 request_bytes_per_step:double "
     "tool_block_bytes_first:int64 tools_shown_first:int64 latency_s:double wall_s:double cost_usd:double "
     "cache_hits:int64 error_types:string failures:string final_text:string error:string traceback:string "
-    "attempts:int64 disk_peak_bytes:int64 memory_peak_bytes:int64 expected_ops:string",
+    "attempts:int64 disk_peak_bytes:int64 memory_peak_bytes:int64 expected_ops:string call_share:double "
+    "state_share:double min_round_trips:int64 efficiency:double policy_denials:int64 policy_asked:int64 "
+    "policy_recovered:bool instance_calls:int64 instance_right:int64",
     "steps": "episode_key:string step:int64 request_bytes:int64 request_bytes_source:string prompt_tokens:int64 "
     "prompt_tokens_est:int64 cached_prompt_tokens:int64 completion_tokens:int64 latency_s:double tools_shown:int64 "
     "tool_block_bytes:int64 prefix_hash:string tool_calls:int64 overhead:bool parse_format:string "
     "parse_failures:int64 cache_hit:bool finish_reason:string cost_usd:double text:string shown_count:int64 "
-    "operations_shown:string",
+    "operations_shown:string sent_at:double segments:string",
     "calls": "episode_key:string step:int64 index:int64 tool:string arguments:string kind:string operation:string "
-    "meta:string error_type:string schema_valid:bool backend_ok:bool result:string hits:string first_try_for:string "
+    "meta:string error_type:string schema_valid:bool backend_ok:bool result:string hits:string policy:string "
+    "first_try_for:string "
     "first_try_correct:bool",
 }
 

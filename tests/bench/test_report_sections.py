@@ -32,6 +32,9 @@ EVERY_SECTION = [
     "Retrieval funnel (preselect, search, lazy, code with search_api)",
     "Tasks with two or more expected calls",
     "Catalog size",
+    "Prompt caching per provider profile (modelled)",  # bench.report.cache_section
+    "Cache breaks: the prefix changed within an episode",
+    "Does caching change the ranking?",
     "Figures",
 ]
 
@@ -108,3 +111,87 @@ def test_a_reference_runs_funnel_and_multi_call_sections_are_in_both_renderings(
         "Tasks with two or more expected calls",
     } <= set(headings)
     assert html_headings(page) == headings
+
+
+REFERENCE = ROOT / "results" / "reference"
+
+
+def test_a_section_with_nothing_to_show_is_left_out_of_both_renderings():
+    """The workspace suite has no expected calls: its per-operation table has no row, so no section at all."""
+    data = collect([REFERENCE / "workspace-all"])
+    md, page = markdown(data, {}), html_page(data, {})
+    assert "First-try argument accuracy per operation (hottest first)" not in md_headings(md)
+    assert html_headings(page) == md_headings(md)
+    assert "<tbody></tbody>" not in page
+    from surfbench.bench.base.sections import Section
+
+    assert Section("Repeats", "pass@k over repeats.", (["k"], [])).empty  # prose about an empty table
+    assert not Section("Note", "one line saying why").empty and not Section("T", table=(["k"], [["2"]])).empty
+
+
+def test_accuracy_by_model_size_needs_two_sizes(tmp_path: Path):
+    from surfbench.bench.report.figures import draw_all
+
+    one = draw_all(collect([REFERENCE / "forge-dev-qwen0.5b"]), tmp_path)
+    assert "accuracy by model size" not in one and not (tmp_path / "by_size.png").exists()
+    two = draw_all(collect([REFERENCE / "forge-dev-qwen0.5b", REFERENCE / "forge-dev-qwen1.5b"]), tmp_path)
+    assert (tmp_path / "by_size.png").stat().st_size > 5000 and "accuracy by model size" in two
+
+
+def test_every_point_on_an_accuracy_axis_has_its_95_percent_interval(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import matplotlib.axes
+    from statsmodels.stats.proportion import proportion_confint
+
+    from surfbench.bench.report.figures import by_size, interval, pareto
+
+    data = collect([REFERENCE / "forge-dev-qwen0.5b", REFERENCE / "forge-dev-qwen1.5b"])
+    for cell in data.cells:  # first-try accuracy: the summary's Wilson interval over expected calls
+        value, low, high = interval(cell, "first_try_accuracy") or (None, None, None)
+        s = cell.summary
+        ref = proportion_confint(round(s.first_try_accuracy * s.expected_calls), s.expected_calls, method="wilson")
+        assert (low, high) == pytest.approx((100 * ref[0], 100 * ref[1]), abs=0.01)  # z = 1.96, not 1.95996...
+        value, low, high = interval(cell, "success_rate") or (None, None, None)
+        ref = proportion_confint(round(s.success_rate * s.episodes), s.episodes, method="wilson")
+        assert (low, high) == pytest.approx((100 * ref[0], 100 * ref[1]), abs=0.01) and low <= value <= high
+    bars: list[int] = []
+    real = matplotlib.axes.Axes.errorbar
+
+    def counting(self, x, y, *args, **kwargs):  # type: ignore[no-untyped-def]
+        bars.append(len(x) if hasattr(x, "__len__") else 1)
+        assert kwargs.get("yerr") is not None
+        return real(self, x, y, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "errorbar", counting)
+    pareto(data, tmp_path / "p.png")
+    assert sum(bars) == len(data.cells) == 12  # six surfaces x two sizes, each point with its bar
+    bars.clear()
+    by_size(data, tmp_path / "s.png")
+    assert sum(bars) == 12
+
+
+def test_the_tables_link_to_the_viewer_when_given_its_address(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from surfbench.bench.view.index import ViewIndex
+    from surfbench.bench.view.server import Site
+
+    monkeypatch.delenv("SURFBENCH_VIEWER_URL", raising=False)
+    run = REFERENCE / "forge-dev-qwen0.5b"
+    md_path, html_path = write_report([run], tmp_path / "plain")
+    assert "/cell/" not in md_path.read_text() and "<a href" not in html_path.read_text()
+    md_path, html_path = write_report([run], tmp_path / "linked", viewer_url="http://127.0.0.1:8765/")
+    md, page = md_path.read_text(encoding="utf-8"), html_path.read_text(encoding="utf-8")
+    assert "| [repo_get](http://127.0.0.1:8765/op/forge/repo_get.html) | hot |" in md  # the per-operation table
+    links = re.findall(r'href="http://127\.0\.0\.1:8765/([^"?]+)(?:\?op=([^"]+))?"', page)
+    cells = {path for path, op in links if path.startswith("cell/") and not op}
+    assert len(cells) == 6 and any(op == "repo_get" for _, op in links)
+    site = Site(ViewIndex([run]))  # every page the report links to is one the viewer serves
+    assert all(site.render("/" + path)[0] == 200 for path, _ in set(links))
+    monkeypatch.setenv("SURFBENCH_VIEWER_URL", "view")  # an export folder beside the report
+    md_path, _ = write_report([run], tmp_path / "env")
+    assert "](view/op/forge/repo_get.html)" in md_path.read_text()
+
+
+def test_a_wide_table_scrolls_inside_its_box():
+    data = collect([REFERENCE / "forge-dev-qwen0.5b"])
+    page = html_page(data, {})
+    assert page.count("<table>") == page.count('<div class="scroll"><table>') > 0
+    assert ".scroll{overflow-x:auto;max-width:100%}" in page
