@@ -1,0 +1,262 @@
+"""The world ``surfbench synth`` draws arguments from: the suite's own data, never invented ids.
+
+In order of preference: the suite's world hook (``synth/templates.yaml`` ``world: world.py:pools``, a
+function of a fresh backend's state that returns named pools of bundles: the forge's scenario, the git
+suite's fixture repository); else what the backend holds: the records of its state and, for a live MCP
+server, the answers of its own list and read operations (called once, with the arguments their schemas
+require); else each argument's schema (enum, examples, default, format, type). A bundle is one coherent
+set of values (an issue: owner, repo, index, title, author ...), so the arguments of one call agree.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from surfbench.bench.catalog.catalog import Catalog, Operation
+from surfbench.bench.suites.hooks import load_hook
+from surfbench.bench.suites.suite_model import Suite, Task
+from surfbench.bench.suites.synth_spec import SynthSpec
+
+READ_WORDS = frozenset({"list", "get", "read", "search", "show", "find", "status", "log", "view", "describe"})
+"""Name parts of an operation that reads (for a server that declares no ``readOnlyHint``)."""
+SEARCH_WORDS = frozenset({"q", "query", "search", "keyword", "term", "terms", "text", "pattern"})
+"""Arguments a word of the world's own text can fill (what a search looks for)."""
+MAX_RECORDS = 400
+"""Records kept from the state and the live answers (enough for variety, small enough to search)."""
+SCHEMA_STRINGS = {"date": "2026-12-01", "date-time": "2026-12-01T09:00:00Z", "email": "dave@example.org",
+                  "uri": "https://example.org/hook", "url": "https://example.org/hook"}  # fmt: skip
+
+
+@dataclass
+class World:
+    """Pools of bundles and the scalar values seen per key."""
+
+    pools: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    values: dict[str, list[Any]] = field(default_factory=dict)
+    source: str = "schema"
+    """Where the values came from: ``hook``, ``state``, ``live`` (an MCP server's answers) or ``schema``."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """A fresh backend's state (empty for a suite whose backend keeps none)."""
+
+    def records(self) -> list[dict[str, Any]]:
+        return self.pools.get("*", [])
+
+
+def world_task() -> Task:
+    """The task a world's backend starts from (the suite's default scenario)."""
+    return Task(id="synth-world", turns=("(synth world)",))
+
+
+def build_world(suite: Suite, spec: SynthSpec) -> World:
+    """The world of ``suite``: its hook's pools, else its state's records and a live server's answers."""
+    if suite.backend_spec is None:  # canned results only: nothing to read, the schema is the world
+        return World()
+    backend = suite.new_backend(world_task())
+    try:
+        state = backend.state() if keeps_state(suite) else {}
+        if spec.world_hook:
+            hook = load_hook(_hook_spec(spec), spec.source, "world")
+            world = World({str(k): [dict(b) for b in v] for k, v in dict(hook(state)).items()}, source="hook")
+        else:
+            world = World(source="state" if state else "schema")
+            harvest(state, world)
+            if suite.backend_spec == "mcp":
+                declared = declares_reads(suite.catalog)
+                for op in (o for o in suite.catalog if reads(o, declared)):
+                    _read_back(backend, op, world)
+        world.state = state
+    finally:
+        getattr(backend, "close", lambda: None)()
+    for bundles in world.pools.values():
+        for bundle in bundles:
+            for key, value in bundle.items():
+                _remember(world, key, value)
+    return world
+
+
+def keeps_state(suite: Suite) -> bool:
+    """Whether the suite's backend reports a state that checks can read (a live server needs a state function)."""
+    if suite.backend_spec is None:
+        return False
+    return suite.backend_spec != "mcp" or bool(suite.backend_options.get("state"))
+
+
+def _hook_spec(spec: SynthSpec) -> str:
+    head, _, attr = str(spec.world_hook).rpartition(":")
+    return f"{spec.folder / 'synth' / head}:{attr}"
+
+
+def reads(op: Operation, declared: bool = False) -> bool:
+    """Whether an operation only reads.
+
+    As declared when the catalog declares it (``declared``: some operation of the catalog is marked
+    read-only), else by its name (``list_notes``, ``get_note``).
+    """
+    if op.read_only or declared:
+        return op.read_only
+    parts = set(re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", op.name.lower()))
+    return bool(parts & READ_WORDS) and not op.destructive
+
+
+def declares_reads(catalog: Catalog) -> bool:
+    """Whether the catalog marks which operations only read (then the marks are what counts, not the names)."""
+    return any(o.read_only for o in catalog)
+
+
+def _read_back(backend: Any, op: Operation, world: World) -> None:
+    """Call a read operation once with what its schema requires; keep the records of its answer."""
+    args = {}
+    for param in op.required:
+        value = world_value(world, param, op, random.Random(0))
+        if value is None:
+            return
+        args[param] = value
+    try:
+        result = backend.call(op.name, args)
+    except Exception:  # a read the server refuses teaches nothing; the others still do
+        return
+    world.source = "live"
+    harvest(parse_result(result), world)
+
+
+def parse_result(result: Any) -> Any:
+    """A result as data: JSON text parsed, MCP content parts joined; other text as it is."""
+    if isinstance(result, Mapping) and isinstance(result.get("content"), list):
+        texts = [str(p.get("text", "")) for p in result["content"] if isinstance(p, Mapping)]
+        result = result.get("structuredContent") or "\n".join(texts)
+    if isinstance(result, str):
+        try:
+            return json.loads(result)
+        except ValueError:
+            return result
+    return result
+
+
+def harvest(value: Any, world: World) -> None:
+    """Every record (a mapping with scalar fields) in ``value``, into the pool ``*``; every scalar by its key."""
+    pool = world.pools.setdefault("*", [])
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop(0)
+        if isinstance(item, Mapping):
+            scalars = {str(k): v for k, v in item.items() if _scalar(v)}
+            if scalars and len(pool) < MAX_RECORDS and scalars not in pool:
+                pool.append(scalars)
+            for key, sub in item.items():
+                if _scalar(sub):
+                    _remember(world, str(key), sub)
+            stack.extend(v for v in item.values() if isinstance(v, Mapping | list))
+        elif isinstance(item, list):
+            stack.extend(v for v in item if isinstance(v, Mapping | list))
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool) and value != ""
+
+
+def _remember(world: World, key: str, value: Any) -> None:
+    if not _scalar(value) or isinstance(value, bool):
+        return
+    seen = world.values.setdefault(key, [])
+    if value not in seen and len(seen) < 50:
+        seen.append(value)
+
+
+def aliases(param: str) -> list[str]:
+    """Record keys that may hold an argument's value: itself, then its last part (``note_id`` -> ``id``)."""
+    parts = [p for p in param.split("_") if p]
+    return list(dict.fromkeys([param, parts[-1] if parts else param, "name" if param.endswith("name") else param]))
+
+
+def generic_bundles(world: World, op: Operation) -> list[dict[str, Any]]:
+    """Records that fill the most of ``op``'s required arguments, as bundles keyed by argument name."""
+    required = list(op.required)
+    if not required:
+        return [{}]
+    best: list[dict[str, Any]] = []
+    score = 0
+    for record in world.records():
+        bundle = {}
+        for param in required:
+            for key in aliases(param):
+                if key in record and _fits(op, param, record[key]):
+                    bundle[param] = record[key]
+                    break
+        if len(bundle) > score:
+            best, score = [bundle], len(bundle)
+        elif len(bundle) == score and score and bundle not in best:
+            best.append(bundle)
+    return best or [{}]
+
+
+def _fits(op: Operation, param: str, value: Any) -> bool:
+    """Whether a world value has the argument's schema type (an id string is no integer)."""
+    kind = ((op.parameters.get("properties") or {}).get(param) or {}).get("type")
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "string" or kind is None:
+        return isinstance(value, str)
+    return False
+
+
+def world_value(world: World, param: str, op: Operation, rng: random.Random) -> Any:
+    """A value for an argument no bundle filled: one the world has seen under its name, else the schema's."""
+    schema = (op.parameters.get("properties") or {}).get(param) or {}
+    for key in aliases(param):
+        seen = [v for v in world.values.get(key, []) if _fits(op, param, v)]
+        if seen and "enum" not in schema:
+            return rng.choice(seen)
+    value = schema_value(schema, rng)
+    if value is None and param.lower() in SEARCH_WORDS and schema.get("type", "string") == "string":
+        words = sorted({w.lower() for vs in world.values.values() for v in vs if isinstance(v, str)
+                        for w in re.findall(r"[A-Za-z]{4,}", v)})  # fmt: skip
+        return rng.choice(words) if words else None
+    return value
+
+
+def schema_value(schema: Mapping[str, Any], rng: random.Random, depth: int = 0) -> Any:
+    """A value from an argument's schema alone: an enum member, an example, the default, a format, a type."""
+    if schema.get("enum"):
+        return rng.choice(list(schema["enum"]))
+    if schema.get("examples"):
+        return list(schema["examples"])[0]
+    if schema.get("default") not in (None, ""):
+        return schema["default"]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    if kind is None and isinstance(schema.get("anyOf"), list):
+        options = [s for s in schema["anyOf"] if isinstance(s, Mapping) and s.get("type") != "null"]
+        return schema_value(options[0], rng, depth + 1) if options and depth < 4 else None
+    if kind == "string":
+        return SCHEMA_STRINGS.get(str(schema.get("format")))
+    if kind == "integer":
+        return int(schema.get("minimum", 1) or 1)
+    if kind == "number":
+        return float(schema.get("minimum", 1) or 1)
+    if kind == "boolean":
+        return True
+    if kind == "array" and depth < 4:
+        item = schema_value(schema.get("items") or {}, rng, depth + 1)
+        return None if item is None else [item]
+    return None
+
+
+def pool_bundles(world: World, pool: str | None, op: Operation) -> list[dict[str, Any]]:
+    """The bundles a plan draws from: its named pool, else the records that fit its first operation."""
+    if pool is not None:
+        return list(world.pools.get(pool, []))
+    if world.source == "hook":
+        return [{}]
+    return generic_bundles(world, op)
+
+
+def catalog_has(catalog: Catalog, names: Iterable[str]) -> bool:
+    return all(n in catalog for n in names)
