@@ -348,6 +348,14 @@ def recipe_block() -> list[str]:
     return block.group(1).strip().splitlines()
 
 
+def test_the_readme_shows_the_same_recipe_block():
+    """The README's "Measure your own MCP server" block is the tested one, command for command."""
+    readme = (DOCS.parent.parent / "README.md").read_text()
+    start = readme.index("### Measure your own MCP server")
+    block = re.search(r"```bash\n(.*?)```", readme[start:], re.DOTALL)
+    assert block is not None and block.group(1).strip().splitlines() == recipe_block()
+
+
 def words(lines: list[str]) -> list[str]:
     return [" ".join(line.split()) for line in lines]
 
