@@ -67,9 +67,10 @@ def test_default_table_names_the_embedding_surface_it_leaves_out_and_all_adds_it
     assert main(["surfaces", "--catalog", str(EXAMPLE_MCP), "--out", str(tmp_path / "d.json")]) == 0
     printed = capsys.readouterr().out
     default = {r["surface"] for r in json.loads((tmp_path / "d.json").read_text())}
-    assert "preselect_embed" not in default and {"full", "core", "dispatcher", "lazy", "search"} <= default
-    assert "not shown: preselect_embed" in printed and "--surface all" in printed
+    embedding = {"preselect_embed", "preselect_ollie"}  # the configs whose retriever needs the embedding model
+    assert not embedding & default and {"full", "core", "dispatcher", "lazy", "search"} <= default
+    assert "not shown: preselect_embed, preselect_ollie" in printed and "--surface all" in printed
     assert main(["surfaces", "--catalog", str(EXAMPLE_MCP), "--surface", "all", "--out", str(tmp_path / "a.json")]) == 0
     every = {r["surface"] for r in json.loads((tmp_path / "a.json").read_text())}
-    assert every == default | {"preselect_embed"}
+    assert every == default | embedding
     assert "not shown" not in capsys.readouterr().out
