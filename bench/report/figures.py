@@ -70,7 +70,9 @@ def pareto(data: ReportData, path: Path) -> Path:
         m = models.index(str(cell.keys["model"]))
         k = surfaces.index(str(cell.keys["surface"]))
         acc, low, high = point
-        ax.errorbar(tokens, acc, yerr=[[acc - low], [high - acc]], color=f"C{m}", marker=markers[k % 8],
+        # a point on its bound (100% of 5) can sit a rounding error outside it: matplotlib refuses negative bars
+        bar = [[max(acc - low, 0.0)], [max(high - acc, 0.0)]]
+        ax.errorbar(tokens, acc, yerr=bar, color=f"C{m}", marker=markers[k % 8],
                     markersize=7, capsize=3, elinewidth=1)  # fmt: skip
         ax.annotate(str(cell.keys["surface"]), (tokens, acc),
                     fontsize=7, xytext=(4, 3), textcoords="offset points")  # fmt: skip
@@ -104,7 +106,7 @@ def by_size(data: ReportData, path: Path) -> Path:
     for i, (surface, points) in enumerate(sorted(series.items())):
         points.sort()
         xs, ys = [p[0] for p in points], [p[1] for p in points]
-        bars = [[p[1] - p[2] for p in points], [p[3] - p[1] for p in points]]
+        bars = [[max(p[1] - p[2], 0.0) for p in points], [max(p[3] - p[1], 0.0) for p in points]]
         ax.errorbar(xs, ys, yerr=bars, marker="o", color=f"C{i}", label=surface, capsize=3)
     ax.set_ylim(-3, 103)
     ax.set_xlabel("model parameters (billions)")
