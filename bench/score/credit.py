@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from surfbench.bench.base.taxonomy import ErrorType
 from surfbench.bench.contracts.records import CallRecord, EpisodeTrace
-from surfbench.bench.suites.call_matching import alternative_hits
+from surfbench.bench.suites.call_matching import expected_hits
 from surfbench.bench.suites.checks import check_state
 from surfbench.bench.suites.policy import APPROVED, REFUSED
 from surfbench.bench.suites.suite_model import Task
@@ -52,20 +52,11 @@ class Credit:
 
 
 def calls_matched(task: Task, executed: Sequence[CallRecord]) -> int:
-    """How many of the task's expected calls the successful calls ``executed`` match (see ``call_share``)."""
-    used: set[int] = set()
-    cursor = 0
-    matched = 0
-    for exp in task.expected:
-        free = [i for i in range(len(executed)) if i not in used and (task.order == "any" or i >= cursor)]
-        found = [h for alt in exp.alternatives if (h := alternative_hits(alt, executed, free)) is not None]
-        if not found:
-            continue  # skipped: the cursor stays where the last matched call left it
-        hits = min(found, key=max)  # the alternative that completes earliest, as the calls check takes
-        used.update(hits)
-        cursor = max(hits) + 1
-        matched += 1
-    return matched
+    """How many of the task's expected calls the successful calls ``executed`` match (see ``call_share``).
+
+    The calls check's own matching, but an unmatched expected call is skipped instead of ending the count.
+    """
+    return sum(hits is not None for hits in expected_hits(task, executed))
 
 
 def states_holding(task: Task, trace: EpisodeTrace) -> int:

@@ -9,7 +9,7 @@ completes earliest is taken (for single calls: the earliest matching call, as be
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from surfbench.bench.contracts.records import CallRecord
@@ -68,18 +68,32 @@ def alternative_hits(alt: ExpectedCall, executed: Sequence[CallRecord], free: Se
     return hits
 
 
-def match_expected(task: Task, executed: Sequence[CallRecord]) -> tuple[str | None, int]:
-    """(None when every expected call is matched, else why; the number of calls the matched alternatives take)."""
+def expected_hits(task: Task, executed: Sequence[CallRecord]) -> Iterator[list[int] | None]:
+    """Per expected call of ``task``, in order, the indices of the calls its matched alternative takes, or None.
+
+    Each alternative is matched against the successful calls ``executed`` not yet used (and, unless the task's
+    order is ``any``, after the last matched one); of those that match, the one that completes earliest (the
+    first of those) is taken. An unmatched expected call leaves the cursor where the last match left it.
+    """
     used: set[int] = set()
     cursor = 0
-    taken = 0
     for exp in task.expected:
         free = [i for i in range(len(executed)) if i not in used and (task.order == "any" or i >= cursor)]
         found = [h for alt in exp.alternatives if (h := alternative_hits(alt, executed, free)) is not None]
         if not found:
-            return f"expected call {exp.label} not matched by any successful call", taken
-        hits = min(found, key=max)  # the alternative that completes earliest (the first of those)
+            yield None
+            continue
+        hits = min(found, key=max)
         used.update(hits)
         cursor = max(hits) + 1
+        yield hits
+
+
+def match_expected(task: Task, executed: Sequence[CallRecord]) -> tuple[str | None, int]:
+    """(None when every expected call is matched, else why; the number of calls the matched alternatives take)."""
+    taken = 0
+    for exp, hits in zip(task.expected, expected_hits(task, executed), strict=True):
+        if hits is None:
+            return f"expected call {exp.label} not matched by any successful call", taken
         taken += len(hits)
     return None, taken
