@@ -15,6 +15,8 @@ A criteria file (``configs/gate/*.yaml``)::
 
 A criterion with ``tasks: {tags: [...]}`` is judged on the episodes of tasks carrying at least one of those tags (both
 sides, so a ratio and a pairing compare the same tasks); its name in the table says so.
+A criterion with ``suite: NAME`` (or a gate file's ``suite:``, its criteria's default) is judged on that suite's
+episodes only; the criteria naming no suite judge the suites no criterion names (criterion_subsets).
 A criterion with ``sequential: true`` is judged pair by pair by ``surfbench gate --sequential``
 (bench.report.sequential_gate); this fixed-N gate ignores the flag.
 Each criterion is judged ``pass``, ``fail`` or ``inconclusive`` (an interval that straddles the threshold, or a drop
@@ -112,14 +114,24 @@ def _hot_ops(view: Runs, k: int | None) -> set[str] | None:
     return catalog_facts(view.runs, view.infos, view.episodes, k).hot
 
 
+def _in_scope(cell_suite: str, suite: str | None, claimed: set[str | None] | None) -> bool:
+    """Whether a cell of ``cell_suite`` is evidence for a criterion of ``suite`` (see criterion_subsets)."""
+    return cell_suite == suite if suite else cell_suite not in (claimed or set())
+
+
 def _payload_sizes(surface: Any) -> dict[str, int]:
     """UTF-8 bytes of the surface's help payload for each operation it has one for."""
     texts = {op.name: surface.help_payload(op) for op in surface.reachable()}
     return {name: len(text.encode("utf-8")) for name, text in texts.items() if text is not None}
 
 
-def _help_sizes(view: Runs, candidate: str) -> tuple[dict[str, int], list[str]]:
+def _help_sizes(
+    view: Runs, candidate: str, suite: str | None = None, claimed: set[str | None] | None = None
+) -> tuple[dict[str, int], list[str]]:
     """Help payload bytes per operation for the candidate surface, as the run recorded them (bench.store.recorded).
+
+    ``suite``: only that suite's cells (a criterion scoped to one suite); None: the cells of every suite but the
+    ``claimed`` ones (those another criterion is scoped to: criterion_subsets).
 
     Returns the sizes and a line per cell saying which surface config was used (the run's, never
     today's file). LEGACY: a cell recorded before records v2 rebuilds its surface over today's suite,
@@ -134,7 +146,7 @@ def _help_sizes(view: Runs, candidate: str) -> tuple[dict[str, int], list[str]]:
     used: list[str] = []
     recorded = RecordedCatalogs.load(view.runs)
     for cell in view.cells:
-        if cell.surface_label != candidate:
+        if cell.surface_label != candidate or not _in_scope(cell.suite, suite, claimed):
             continue
         resolved = cell.identity["surface"]
         used_line = f"{candidate}: kind {resolved['kind']}, params {json.dumps(resolved['params'], sort_keys=True)}"
@@ -154,7 +166,11 @@ def _help_sizes(view: Runs, candidate: str) -> tuple[dict[str, int], list[str]]:
         back = recorded_originals([cell.raw])  # shown under the catalog's own names (run.json's name_map)
         sizes.update({back.get(name, name): size for name, size in _payload_sizes(surface).items()})
     for cell in view.legacy_cells:  # recorded before run.json kept the resolved config: today's file
-        if cell.surface != candidate or any(u.startswith(f"{candidate}:") for u in used):
+        if (
+            cell.surface != candidate
+            or not _in_scope(cell.suite, suite, claimed)
+            or any(u.startswith(f"{candidate}:") for u in used)
+        ):
             continue
         cfg = surface_config(candidate)
         surface = build_surface(load_suite(cell.suite).catalog, cfg.kind, cfg.params, name=cfg.name)
@@ -181,26 +197,29 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
     if missing:
         raise ConfigError(f"candidate surface(s) {missing} not in the runs")
     hot = _hot_ops(view, spec.get("hot_operations"))
-    # a criterion with tasks: {tags: [...]} sees only the episodes of tasks carrying one of its tags
-    tags = [set(json.loads(t) if isinstance(t, str) else t) for t in frame["tags"]]  # stored as JSON text
-    subsets = {c.tags: frame[[not c.tags or bool(t & set(c.tags)) for t in tags]] for c in spec["criteria"]}
+    subsets = criterion_subsets(frame, spec["criteria"])
     paired = {
-        (tags, p.candidate, p.model): p for tags, sub in subsets.items() for p in paired_comparisons(sub, baseline, hot)
+        (scope, p.candidate, p.model): p
+        for scope, sub in subsets.items()
+        for p in paired_comparisons(sub, baseline, hot)
     }
     # an effective-cost criterion: each surface x model under its cache profile (bench.analysis.cache_requests)
-    effective = {c: effective_costs(view, subsets[c.tags], c.profile) for c in spec["criteria"] if c.profile}
+    effective = {c: effective_costs(view, subsets[c.scope], c.profile) for c in spec["criteria"] if c.profile}
     verdicts: list[Verdict] = []
     per_model: dict[tuple[str, str], str] = {}
     configs: list[str] = []
     for cand in candidates:
-        helps, used = _help_sizes(view, cand)
-        configs += used
+        claimed = {c.suite for c in spec["criteria"] if c.suite}
+        helps = {suite: _help_sizes(view, cand, suite, claimed) for suite in {c.suite for c in spec["criteria"]}}
+        configs += [line for line in dict.fromkeys(u for _, used in helps.values() for u in used)]
         for model in sorted(set(frame[frame["surface"] == cand]["model"])):
-            cells = {tags: (_cell(sub, baseline, model), _cell(sub, cand, model)) for tags, sub in subsets.items()}
+            cells = {scope: (_cell(sub, baseline, model), _cell(sub, cand, model)) for scope, sub in subsets.items()}
             got = [
-                _cost_verdict(c, cand, model, baseline, effective[c])
+                _absent(c, cand, model)
+                if c.suite and subsets[c.scope].empty
+                else _cost_verdict(c, cand, model, baseline, effective[c])
                 if c.profile
-                else _verdict(c, cand, model, *cells[c.tags], paired.get((c.tags, cand, model)), helps)
+                else _verdict(c, cand, model, *cells[c.scope], paired.get((c.scope, cand, model)), helps[c.suite][0])
                 for c in spec["criteria"]
             ]
             verdicts += got
@@ -216,6 +235,30 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
     }
     name = str(spec.get("name", criteria_path.stem))
     return GateResult(name, baseline, verdicts, decisions, per_model, configs, list(view.notes), view.scripted_models)
+
+
+def criterion_subsets(frame: pd.DataFrame, criteria: list[Criterion]) -> dict[Any, pd.DataFrame]:
+    """Each criterion's episodes by its scope: its tasks' tags (``tasks: {tags: [...]}``) and its suite.
+
+    A suite a criterion names (``suite: forge_instances``) is that criterion's evidence only: the criteria that name
+    none judge the episodes of the other suites, so adding a suite-specific criterion changes no other verdict.
+    """
+    tags = [set(json.loads(t) if isinstance(t, str) else t) for t in frame["tags"]]  # stored as JSON text
+    suites = [str(s) for s in frame["suite"]]
+    claimed = {c.suite for c in criteria if c.suite}
+
+    def judged(c: Criterion, task_tags: set[str], suite: str) -> bool:
+        in_suite = suite == c.suite if c.suite else suite not in claimed
+        return in_suite and (not c.tags or bool(task_tags & set(c.tags)))
+
+    keep = {c.scope: [judged(c, t, s) for t, s in zip(tags, suites, strict=True)] for c in criteria}
+    return {scope: frame[rows] for scope, rows in keep.items()}
+
+
+def _absent(c: Criterion, cand: str, model: str) -> Verdict:
+    """A criterion of a suite the runs did not run: no evidence, and which suite to run."""
+    observed = f"no episodes of suite {c.suite} in the runs (run suite={c.suite} and pass its run folder too)"
+    return Verdict(cand, model, c.label, c.value, observed, NO_EVIDENCE, c.on_fail)
 
 
 def _cost_verdict(

@@ -51,7 +51,7 @@ KINDS: dict[str, CriterionKind] = {
     "effective_cost_ratio_max": CriterionKind("effective_cost_per_episode", "ratio"),
 }
 DROP_KINDS = tuple(name for name, kind in KINDS.items() if kind.test == "drop")
-CRITERION_KEYS = ("kind", "value", "on_fail", "tasks", "sequential", "profile")
+CRITERION_KEYS = ("kind", "value", "on_fail", "tasks", "sequential", "profile", "suite")
 PROFILE_KINDS = ("effective_cost_ratio_max",)
 """Criteria judged under a cache profile (``profile: openai``; bench.models.cache_profiles), which they require."""
 
@@ -69,12 +69,20 @@ class Criterion:
     """``sequential: true``: ``surfbench gate --sequential`` judges it pair by pair (bench.report.sequential_gate)."""
     profile: str | None = None
     """The cache profile an effective-cost criterion models (bench.models.cache_profiles); None for the others."""
+    suite: str | None = None
+    """Judge only this suite's episodes (the criterion's ``suite:``, else the gate file's); None = every suite."""
+
+    @property
+    def scope(self) -> tuple[tuple[str, ...], str | None]:
+        """The episodes the criterion is judged on: its task tags and its suite."""
+        return self.tags, self.suite
 
     @property
     def label(self) -> str:
         """The criterion's name in the table: its kind (and profile), and the tasks it is judged on when filtered."""
         kind = f"{self.kind} ({self.profile})" if self.profile else self.kind
-        return f"{kind} [tasks tagged {'/'.join(self.tags)}]" if self.tags else kind
+        kind = f"{kind} [tasks tagged {'/'.join(self.tags)}]" if self.tags else kind
+        return f"{kind} [suite {self.suite}]" if self.suite else kind
 
 
 GATE_EXAMPLE = "configs/gate/dsh.yaml"
@@ -130,14 +138,15 @@ def load_criteria(path: Path) -> dict[str, Any]:
     data = _read_criteria(path)
     if not isinstance(data, Mapping):
         raise ConfigError(f"{path}: expected a mapping")
-    unknown = set(data) - {"name", "baseline", "candidates", "hot_operations", "criteria", "description"}
+    unknown = set(data) - {"name", "baseline", "candidates", "hot_operations", "criteria", "description", "suite"}
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {sorted(unknown)}")
     _check_header(path, data)
     raw_list = data.get("criteria")
     if raw_list is not None and not isinstance(raw_list, list):
         raise ConfigError(f"{path}: criteria must be a list of {{kind, value, on_fail}}")
-    crits = [_criterion(path, i, raw) for i, raw in enumerate(raw_list or [])]
+    suite = data.get("suite")  # the criteria's default suite (a criterion's own suite: wins)
+    crits = [_criterion(path, i, raw, suite) for i, raw in enumerate(raw_list or [])]
     if not crits:
         raise ConfigError(f"{path}: no criteria")
     return {**data, "criteria": crits}
@@ -145,7 +154,7 @@ def load_criteria(path: Path) -> dict[str, Any]:
 
 def _check_header(path: Path, data: Mapping[str, Any]) -> None:
     """The gate file's own fields: each a wrong value would silently judge something else."""
-    for key in ("name", "baseline", "description"):
+    for key in ("name", "baseline", "description", "suite"):
         if key in data and not isinstance(data[key], str):
             raise ConfigError(f"{path}: {key}: {data[key]!r} must be text")
     candidates = data.get("candidates")
@@ -157,7 +166,7 @@ def _check_header(path: Path, data: Mapping[str, Any]) -> None:
         raise ConfigError(f"{path}: hot_operations: {hot!r} must be a whole number of operations, 1 or more")
 
 
-def _criterion(path: Path, i: int, raw: Any) -> Criterion:
+def _criterion(path: Path, i: int, raw: Any, default_suite: str | None = None) -> Criterion:
     where = f"{path}: criteria[{i}]"
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where} must be a mapping {{kind, value, on_fail}}, not {raw!r}")
@@ -184,7 +193,10 @@ def _criterion(path: Path, i: int, raw: Any) -> Criterion:
         raise ConfigError(f"{where}.tasks: {tasks!r} must be {{tags: [TAG, ...]}}, e.g. {{tags: [multi]}}")
     sequential = _sequential(where, str(kind), float(value), raw.get("sequential", False))
     profile = _profile(where, str(kind), raw.get("profile"), sequential)
-    return Criterion(str(kind), float(value), str(on_fail), tuple(tags or ()), sequential, profile)
+    suite = raw.get("suite", default_suite)
+    if suite is not None and (not isinstance(suite, str) or not suite.strip()):
+        raise ConfigError(f"{where}.suite: {suite!r} must be a suite name, e.g. forge_instances")
+    return Criterion(str(kind), float(value), str(on_fail), tuple(tags or ()), sequential, profile, suite)
 
 
 def _profile(where: str, kind: str, name: Any, sequential: bool) -> str | None:

@@ -35,7 +35,15 @@ from surfbench.bench.analysis.sequential import (
 )
 from surfbench.bench.analysis.sequential_pairs import RECORD, pair_values, read_record, seeded_order, task_key
 from surfbench.bench.base.config import ConfigError
-from surfbench.bench.report.gate import DECISIONS, NO_EVIDENCE, GateResult, Verdict, _hot_ops, judge
+from surfbench.bench.report.gate import (
+    DECISIONS,
+    NO_EVIDENCE,
+    GateResult,
+    Verdict,
+    _hot_ops,
+    criterion_subsets,
+    judge,
+)
 from surfbench.bench.report.gate_criteria import KINDS, Criterion, load_criteria
 from surfbench.bench.store.reader import load
 
@@ -169,15 +177,14 @@ def judge_sequential(
     budget = budget or rec_budget
     position = {key: i for i, key in enumerate(order)}
     hot = _hot_ops(view, spec.get("hot_operations"))
-    tags = [set(json.loads(t) if isinstance(t, str) else t) for t in frame["tags"]]  # stored as JSON text
-    subsets = {c.tags: frame[[not c.tags or bool(t & set(c.tags)) for t in tags]] for c in chosen}
+    subsets = criterion_subsets(frame, spec["criteria"])  # every criterion: a scoped one claims its suite
     out: list[SequentialVerdict] = []
     for cand in fixed.decisions:
         for model in sorted(set(frame[frame["surface"] == cand]["model"])):
             for c in chosen:
                 kind = KINDS[c.kind]
                 metric = METRICS[kind.metric]
-                pairs = pair_values(subsets[c.tags], fixed.baseline, cand, model, metric, kind.test, hot)
+                pairs = pair_values(subsets[c.scope], fixed.baseline, cand, model, metric, kind.test, hot)
                 values = [pairs[k] for k in sorted((k for k in pairs if k in position), key=position.__getitem__)]
                 try:
                     result = decide(values, c.value, "ratio" if kind.test == "ratio" else "diff", batch, budget)

@@ -174,7 +174,13 @@ def test_bfcl_runs_through_the_same_report_and_gate(tmp_path: Path):
     assert "| bfcl:multiple |" in md.read_text()
     result = judge(Path("configs/gate/dsh.yaml"), [tmp_path / "run"])
     # the oracle solves every entry on every surface: nothing drops, nothing grows; core has no help tool,
-    # so the help-size criterion has no evidence there and cannot let it ship; the exit code is the worst
-    assert result.decisions == {"dispatcher": "ship", "core": "revise"} and result.exit_code == 1
+    # so the help-size criterion has no evidence there and cannot let it ship; the exit code is the worst.
+    # The dispatcher passes every criterion BFCL can show, and the multi-instance one (judged on the
+    # forge_instances suite, not run here) has no evidence: revise, never a silent ship
+    assert result.decisions == {"dispatcher": "revise", "core": "revise"} and result.exit_code == 1
+    open_ = [v for v in result.verdicts if v.candidate == "dispatcher" and v.outcome != "pass"]
+    assert [(v.criterion, v.outcome) for v in open_] == [
+        ("instance_accuracy_ratio_max [suite forge_instances]", "no evidence")
+    ]
     help_core = [v for v in result.verdicts if v.candidate == "core" and v.criterion == "help_bytes_max"]
     assert [v.outcome for v in help_core] == ["no evidence"]
