@@ -246,6 +246,7 @@ def run_cells(composed: Composed) -> list[CellRun]:
     """
     from hydra.core.hydra_config import HydraConfig
 
+    _require_pulled(composed)  # before any cell: a sweep must not stop at its first 1.5B cell an hour in
     if composed.multirun:  # what Hydra's basic launcher logs, redacted
         print("\n".join(redact(line) for line in launch_lines(composed.cells)), flush=True)
     if composed.cells and composed.cells[0].config.get("until_decided"):  # paired batches: bench/cli/until_decided.py
@@ -259,6 +260,23 @@ def run_cells(composed: Composed) -> list[CellRun]:
         if result is not None:
             done.append(result)
     return done
+
+
+def _require_pulled(composed: Composed) -> None:
+    """Every embedded model the cells name is in the model cache, or a ConfigError naming them (nothing run)."""
+    from surfbench.bench.base.config import ConfigError
+    from surfbench.bench.models.local import EMBEDDED, is_pulled
+
+    missing: dict[str, int] = {}
+    for cell in composed.cells:
+        model = cell.config.get("model") or {}
+        name = model.get("embedded") if model.get("provider") == "local" else None
+        if name in EMBEDDED and not is_pulled(str(name)):
+            missing[str(name)] = missing.get(str(name), 0) + 1
+    if missing:
+        names = ", ".join(f"{name} ({n} cell{'s' if n > 1 else ''})" for name, n in missing.items())
+        pulls = " && ".join(f"surfbench models pull {name}" for name in missing)
+        raise ConfigError(f"model not pulled yet: {names}; run `{pulls}` (from the package registry), then run again")
 
 
 def run_guarded(cfg: Any, choices: dict[str, str], multirun: bool) -> CellRun | None:

@@ -289,3 +289,18 @@ def test_a_negative_help_budget_is_one_line(configs: Path):
     assert proc.returncode == 2 and proc.stdout == ""
     line = one_error_line(proc.stderr)
     assert "--budget" in line and "-5" in line, line
+
+
+def test_a_sweep_naming_a_model_not_pulled_stops_before_any_cell(configs: Path, tmp_path: Path):
+    """The guidance sweep's 1.5B cells once failed after its 0.5B cells had run for an hour: now nothing runs."""
+    results, cache = tmp_path / "results", tmp_path / "empty-cache"  # a model cache with no model in it
+    proc = cli(
+        configs, "run", "-m", "suite=notes_mcp", "surface=full", "model=notes-oracle,qwen2.5-coder-1.5b-instruct",
+        "limit=1", f"results_dir={results}", "run=pre", env={"SURFBENCH_CACHE": str(cache)},
+    )  # fmt: skip
+    assert proc.returncode == 2
+    line = one_error_line(proc.stderr)
+    assert (
+        "qwen2.5-coder-1.5b-instruct (1 cell)" in line and "surfbench models pull qwen2.5-coder-1.5b-instruct" in line
+    )
+    assert not list(results.rglob("run.json")) and not list(results.rglob("*.parquet"))  # the oracle cell did not run
