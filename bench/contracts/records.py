@@ -15,7 +15,7 @@ from surfbench.bench.base.taxonomy import ErrorType
 DOC = "doc"
 """The field-metadata key of a column's one-line description."""
 
-RECORDS_VERSION = 5
+RECORDS_VERSION = 7
 """Bumped when what a run records changes (run.json keeps it per cell, ``records_version``). 2: steps record the
 operations shown, calls the operations a meta call returned (``hits``), episodes their expected operations, and
 the run its catalogs and help sizes (bench.store.recorded), so that readers never reload a suite. Cells without it
@@ -27,7 +27,11 @@ request was sent (``sent_at``) and its segments (``segments``: system text, tool
 and a token count), the sequence the cache model replays (bench.analysis.cache_model); older steps have them null
 and the cache model rebuilds them from the transcripts (bench.analysis.cache_requests). 5: episodes record the calls
 that reached the backend where the task wants a pass-through value and how many reached it (``instance_calls``,
-``instance_right``; bench.suites.instances); older parts read them as null."""
+``instance_right``; bench.suites.instances); older parts read them as null. 6: steps record their tool block as the
+content hashes of its tools' wire texts in order (``tool_hashes``), and the run each distinct text once in its tools
+table (bench.store.tool_texts); older steps have them null: their tool block's text was not recorded. 7: steps record
+llama-server's own counts of the prompt tokens it took from its KV cache and those it computed (``server_cache_n``,
+``server_prompt_n``) and the slot the request ran on (``slot``); null for other engines and in older steps."""
 
 
 def doc(text: str) -> dict[str, str]:
@@ -133,6 +137,31 @@ class StepRecord:
             "(tokens: o200k_base estimate; bench.analysis.cache_model replays them); None before records v4."
         ),
     )
+    tool_hashes: list[str] | None = field(
+        default=None,
+        metadata=doc(
+            "The tool block in order: each tool's content hash of its wire text, whose text the run's tools table "
+            "holds once (bench.store.tool_texts); [] for no tools; None before records v6."
+        ),
+    )
+    server_cache_n: int | None = field(
+        default=None,
+        metadata=doc(
+            "llama-server's timings.cache_n: prompt tokens the request took from its slot's KV cache (the original "
+            "call's for a cache hit); None for other engines or before records v7."
+        ),
+    )
+    server_prompt_n: int | None = field(
+        default=None,
+        metadata=doc("llama-server's timings.prompt_n: prompt tokens it computed; None likewise."),
+    )
+    slot: int | None = field(
+        default=None,
+        metadata=doc(
+            "llama-server's slot the request ran on (pinned per episode with slots > 1: bench.models.server_slots); "
+            "None when neither the request nor the response named one, or before records v7."
+        ),
+    )
 
 
 @dataclass
@@ -156,6 +185,8 @@ class EpisodeTrace:
     """Backend state at the end."""
     turn_states: list[Any] = field(default_factory=list)
     """Backend state after each user turn was answered (only for tasks with per-turn state checks)."""
+    tool_texts: dict[str, str] = field(default_factory=dict)
+    """The wire text of each distinct tool the episode's requests showed, by its hash (``StepRecord.tool_hashes``)."""
     usage: dict[str, Any] = field(default_factory=dict)
     """What the episode's sandboxed programs used (code mode: ``memory_peak_bytes``, ``disk_peak_bytes``)."""
     wall_s: float = 0.0

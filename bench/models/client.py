@@ -11,6 +11,10 @@ Rate limits (HTTP 429, a provider's rate-limit or overloaded error) are not fail
 and is sent again, up to ``rate_limit_retries`` times, outside the transient-error budget. Every call
 passes the client's :class:`~surfbench.bench.base.concurrency.EndpointGate` (adaptive in-flight limit, rpm /
 tpm budgets). Usage and cost per call: :mod:`surfbench.bench.models.cost`.
+
+On llama-server the turn also carries the server's own counts (``timings.cache_n``, ``timings.prompt_n``) and
+the slot; with ``slots`` > 1 an episode's requests are pinned to one slot (``id_slot``, sent outside what the
+cache key hashes: the slot never changes the answer; :mod:`surfbench.bench.models.server_slots`).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import Any
 
 from surfbench.bench.base.concurrency import EndpointGate, EndpointRing, park
@@ -30,6 +34,7 @@ from surfbench.bench.models.cost import call_cost, call_usage, prices
 from surfbench.bench.models.litellm_setup import CAPTURE, litellm_module
 from surfbench.bench.models.parsing import turn_from_output
 from surfbench.bench.models.prompting import prompted_messages
+from surfbench.bench.models.server_slots import PinnedClient, SlotPool
 from surfbench.bench.models.types import ModelRequest, ModelTurn, ParsedCall, ParseFailure, Usage
 
 
@@ -114,12 +119,14 @@ class LiteLLMClient:
         rate_limit_retries: int = 12,
         max_backoff_s: float = 60.0,
         cache_control: str | None = None,
+        slots: int = 1,
     ) -> None:
         """A client for LiteLLM model string ``model``.
 
         ``gate``: admission of calls to this endpoint (default: one call at a time, no budgets; the
         runner widens it to the cell's concurrency). ``cache_control="tools"``: an Anthropic prompt-cache
-        breakpoint after the tool block (native mode).
+        breakpoint after the tool block (native mode). ``slots`` > 1: the server's slots (llama-server), which
+        episodes hold one each (:meth:`pinned`, :func:`surfbench.bench.models.server_slots.episode_slot`).
         """
         self.model = model
         self.api_base = api_base
@@ -147,6 +154,14 @@ class LiteLLMClient:
         self._lock = threading.Lock()  # a local server starts / is revived once, whatever the threads
         self.ring: EndpointRing | None = None
         self.bases: list[str] = []
+        self.slots = SlotPool(slots) if slots > 1 else None
+        """The server's slots, one per episode in flight (None: one slot, nothing pinned, nothing sent)."""
+
+    def pinned(self, slot: int) -> PinnedClient:
+        """This client with every request pinned to slot ``slot`` of the server (one episode's view)."""
+        if self.slots is None or not 0 <= slot < self.slots.n:
+            raise ValueError(f"{self.model}: no slot {slot} (the server has {self.slots.n if self.slots else 1})")
+        return PinnedClient(self, slot)
 
     # -- request building ---------------------------------------------------------------------
     def wire_payload(self, req: ModelRequest) -> dict[str, Any]:
@@ -174,7 +189,8 @@ class LiteLLMClient:
         return payload
 
     # -- the call -------------------------------------------------------------------------------
-    def complete(self, req: ModelRequest) -> ModelTurn:
+    def complete(self, req: ModelRequest, slot: int | None = None) -> ModelTurn:
+        """The turn for ``req``; ``slot``: the server slot to run it on (sent as ``id_slot``, not in the key)."""
         payload = self.wire_payload(req)
         # a local server's port changes from run to run: the weights' hash stands for the endpoint
         endpoint = self.identity if self.is_local else f"{self.identity}@{self.api_base or ''}"
@@ -183,13 +199,13 @@ class LiteLLMClient:
             hit = self.cache.get(key)
             if hit is not None:
                 return _turn_from_json(hit, cache_hit=True, key=key)
-        turn = self._call_with_retries(payload, key)
+        turn = self._call_with_retries(payload, key, slot)
         if self.cache is not None:
             with self._lock:  # two episodes may send the same request at once; one writes the entry
                 self.cache.put(key, _turn_to_json(turn))
         return turn
 
-    def _call_with_retries(self, payload: dict[str, Any], key: str) -> ModelTurn:
+    def _call_with_retries(self, payload: dict[str, Any], key: str, slot: int | None = None) -> ModelTurn:
         with self._lock:
             if self._start is not None:  # a local server starts on the first request the cache cannot answer
                 started = self._start()
@@ -207,7 +223,7 @@ class LiteLLMClient:
             outcome = "error"
             used: int | None = None
             try:
-                turn = self._call_once(litellm, payload, key)
+                turn = self._call_once(litellm, payload, key, slot)
                 self.answered = True
                 outcome = "ok"
                 used = (turn.usage.prompt_tokens or 0) + (turn.usage.completion_tokens or 0)
@@ -273,8 +289,10 @@ class LiteLLMClient:
             self.rate_limit_waits += 1
         park(delay)  # an episode in a pool gives its slot to a queued one while it waits
 
-    def _call_once(self, litellm: Any, payload: dict[str, Any], key: str) -> ModelTurn:
+    def _call_once(self, litellm: Any, payload: dict[str, Any], key: str, slot: int | None = None) -> ModelTurn:
         kwargs = dict(payload)
+        if slot is not None:  # llama-server's own body field; LiteLLM passes extra_body through as is
+            kwargs["extra_body"] = {"id_slot": slot}
         base = self.ring.take() if self.ring is not None else self.api_base
         if base:
             kwargs["api_base"] = base
@@ -295,10 +313,17 @@ class LiteLLMClient:
             request_bytes, source = measured[-1], "wire"
         else:
             request_bytes, source = len(compact_json(payload).encode("utf-8")), "estimated"
-        return self._turn(litellm, response, latency, request_bytes, source, key)
+        return self._turn(litellm, response, latency, request_bytes, source, key, slot)
 
     def _turn(
-        self, litellm: Any, response: Any, latency: float, request_bytes: int, source: str, key: str
+        self,
+        litellm: Any,
+        response: Any,
+        latency: float,
+        request_bytes: int,
+        source: str,
+        key: str,
+        slot: int | None = None,
     ) -> ModelTurn:
         choice = response.choices[0]
         message = choice.message
@@ -308,17 +333,40 @@ class LiteLLMClient:
             native.append((getattr(fn, "name", None), getattr(fn, "arguments", None), getattr(tc, "id", None)))
         usage = call_usage(getattr(response, "usage", None))
         cost = 0.0 if self.is_local else call_cost(usage, self._prices)
+        cache_n, prompt_n, reported_slot = llama_server_counts(response)
         return turn_from_output(
             message.content,
             native,
-            usage=Usage(usage.prompt_tokens, usage.completion_tokens, usage.cache_read_tokens),
+            usage=Usage(usage.prompt_tokens, usage.completion_tokens, usage.cache_read_tokens, cache_n, prompt_n),
             request_bytes=request_bytes,
             request_bytes_source=source,
             latency_s=latency,
             cost_usd=cost,
             finish_reason=getattr(choice, "finish_reason", None),
             request_hash=key,
+            slot=reported_slot if reported_slot is not None else slot,
         )
+
+
+def _count(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def llama_server_counts(response: Any) -> tuple[int | None, int | None, int | None]:
+    """``(cache_n, prompt_n, id_slot)`` a llama-server response reports, each None where it says nothing.
+
+    ``timings`` (``cache_n``: prompt tokens taken from the slot's KV cache; ``prompt_n``: computed) is in every
+    llama-server completion; ``id_slot`` only in its own ``/completion`` answers, not in the OpenAI-style ones.
+    LiteLLM keeps a response's extra top-level fields as attributes.
+    """
+
+    def get(obj: Any, name: str) -> Any:
+        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+    timings = get(response, "timings")
+    if timings is None:
+        return None, None, _count(get(response, "id_slot"))
+    return _count(get(timings, "cache_n")), _count(get(timings, "prompt_n")), _count(get(response, "id_slot"))
 
 
 def _in_chain(exc: BaseException, text: str, class_part: str | None = None) -> bool:
@@ -348,13 +396,17 @@ def _turn_to_json(turn: ModelTurn) -> dict[str, Any]:
     return data
 
 
+_USAGE_FIELDS = frozenset(f.name for f in fields(Usage))
+"""What a cache entry's usage may hold (an entry from a later version may hold more: left out, never an error)."""
+
+
 def _turn_from_json(data: dict[str, Any], cache_hit: bool, key: str) -> ModelTurn:
     return ModelTurn(
         text=data.get("text", ""),
         tool_calls=tuple(ParsedCall(**c) for c in data.get("tool_calls", [])),
         parse_failures=tuple(ParseFailure(**f) for f in data.get("parse_failures", [])),
         parse_format=data.get("parse_format"),
-        usage=Usage(**data.get("usage", {})),
+        usage=Usage(**{k: v for k, v in data.get("usage", {}).items() if k in _USAGE_FIELDS}),
         request_bytes=data.get("request_bytes", 0),
         request_bytes_source=data.get("request_bytes_source", "wire"),
         latency_s=data.get("latency_s", 0.0),
@@ -362,4 +414,5 @@ def _turn_from_json(data: dict[str, Any], cache_hit: bool, key: str) -> ModelTur
         finish_reason=data.get("finish_reason"),
         cache_hit=cache_hit,
         request_hash=key,
+        slot=data.get("slot"),
     )

@@ -106,6 +106,7 @@ def _local(cfg: ModelConfig, pool: ModelPool) -> ModelClient:
         start=start,
         revive=revive,
         identity=f"{weights.sha256}|ctx={cfg.n_ctx}|fmt={cfg.chat_format}" + _engine_identity(cfg),
+        slots=cfg.slots if cfg.server == "llama-server" else 1,  # episodes keep a slot each (bench.models.server_slots)
     )
 
 

@@ -66,6 +66,12 @@ class ServerSettings:
     poll: int = 0
     """``llama-server`` only: how hard idle threads spin for work (0-100; 0 sleeps, which keeps a shared
     machine usable: a spinning thread takes a core another process needs)."""
+    threads_batch: int | None = None
+    """Threads for prompt processing (``--threads-batch``); None: ``n_threads``, as generation."""
+
+    @property
+    def batch_threads(self) -> int:
+        return self.n_threads if self.threads_batch is None else self.threads_batch
 
 
 ENGINES = ("llama-cpp-python", "llama-server")
@@ -111,7 +117,7 @@ class LocalServer:
                 str(upstream_binary()), "--model", str(s.model_path), "--alias", s.alias,
                 "--host", "127.0.0.1", "--port", str(self.port),
                 "--ctx-size", str(s.n_ctx * s.slots), "--parallel", str(s.slots), "--kv-unified",
-                "--threads", str(s.n_threads), "--threads-batch", str(s.n_threads), "--poll", str(s.poll),
+                "--threads", str(s.n_threads), "--threads-batch", str(s.batch_threads), "--poll", str(s.poll),
                 "--batch-size", str(s.n_batch), "--no-webui", "--no-warmup",
                 "--cache-ram", "0",  # the KV cache of each slot only: what a request reuses is its slot's prefix
             ]  # fmt: skip
@@ -119,7 +125,7 @@ class LocalServer:
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(s.model_path), "--model_alias", s.alias,
             "--host", "127.0.0.1", "--port", str(self.port),
-            "--n_ctx", str(s.n_ctx), "--n_threads", str(s.n_threads), "--n_threads_batch", str(s.n_threads),
+            "--n_ctx", str(s.n_ctx), "--n_threads", str(s.n_threads), "--n_threads_batch", str(s.batch_threads),
             "--n_batch", str(s.n_batch), "--verbose", str(s.verbose),
         ]  # fmt: skip
         if s.chat_format:

@@ -65,6 +65,11 @@ class Usage:
     """As reported by the provider."""
     cached_prompt_tokens: int | None = None
     """Prompt tokens served from the provider's cache, where it reports them."""
+    server_cache_n: int | None = None
+    """llama-server only (its ``timings.cache_n``): prompt tokens the request took from its slot's KV cache;
+    None where the server did not say."""
+    server_prompt_n: int | None = None
+    """llama-server only (its ``timings.prompt_n``): prompt tokens it computed for the request; None likewise."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,10 @@ class ModelTurn:
     """Served from surfbench's on-disk response cache."""
     request_hash: str = ""
     """Hash of the request (the cache key)."""
+    slot: int | None = None
+    """llama-server only: the slot the request ran on (the ``id_slot`` its response names, else the slot the
+    request was pinned to, which the server keeps: it defers a pinned request rather than move it); None where
+    neither says (one slot, or another engine)."""
 
 
 class ModelClient(Protocol):

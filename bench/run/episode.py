@@ -44,6 +44,7 @@ from surfbench.bench.models.client import ContextOverflow, EndpointRefused
 from surfbench.bench.models.segments import request_segments
 from surfbench.bench.models.types import ModelClient, ModelRequest, ModelTurn, ParsedCall
 from surfbench.bench.score.stuck import STUCK_REPEAT, RepeatTracker
+from surfbench.bench.store.tool_texts import text_hash
 from surfbench.bench.suites.policy import Enforcer
 from surfbench.bench.suites.suite import Task
 
@@ -138,7 +139,9 @@ def run_episode(
                 calls = [record for group in groups for record in group]
                 trace.calls += calls
                 trace.steps.append(
-                    _step_record(step, request, turn, tools, system, calls, _listed(shown, session), sent_at)
+                    _step_record(
+                        step, request, turn, tools, system, calls, _listed(shown, session), sent_at, trace.tool_texts
+                    )
                 )
                 step += 1
                 run = repeats.observe(trace.steps[-1], calls)
@@ -339,8 +342,14 @@ def _step_record(
     calls: list[CallRecord],
     shown: tuple[int, list[str] | None],
     sent_at: float | None = None,
+    texts: dict[str, str] | None = None,
 ) -> StepRecord:
+    """The step's record; ``texts`` gains the wire text of each tool shown, by the hash the record names."""
     wire = [tool_wire_text(t) for t in tools]  # serialised once: hash, bytes and token estimate
+    hashes = [text_hash(w) for w in wire]  # the run's tools table holds each text once (bench.store.tool_texts)
+    if texts is not None:
+        for digest, text in zip(hashes, wire, strict=True):
+            texts.setdefault(digest, text)
     tool_text = "".join(wire)
     prefix_hash = hashlib.sha256((system + "\x00" + "\x00".join(wire)).encode()).hexdigest()[:16]
     rendered = compact_json({"messages": list(request.messages), "tools": [t.name for t in tools]})
@@ -369,6 +378,10 @@ def _step_record(
         operations_shown=shown[1],
         sent_at=sent_at,
         segments=request_segments(system, wire, request.messages, _tool_tokens(tool_text) if wire else None),
+        tool_hashes=hashes,
+        server_cache_n=turn.usage.server_cache_n,
+        server_prompt_n=turn.usage.server_prompt_n,
+        slot=turn.slot,
     )
 
 

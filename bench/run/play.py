@@ -7,7 +7,7 @@ Nothing here writes shared state, so :func:`play_episode` may run on a worker th
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.base.taxonomy import check_declared
@@ -36,6 +36,8 @@ class Finished:
     transcript: list[str]
     wall_s: float
     """The episode's wall time (the store commits quick episodes in groups)."""
+    tools: dict[str, str] = field(default_factory=dict)
+    """The wire text of each tool its steps showed, by hash (the run's tools table, bench.store.tool_texts)."""
 
 
 ENDPOINT_FAILURES: tuple[type[BaseException], ...] = (ModelError, ServerError)
@@ -82,4 +84,4 @@ def play_episode(cell: Cell, key: str, task: Task, repeat: int, model: ModelClie
     score = score_episode(task, trace, catalog, cell.suite.classifier, suite_checks(cell.suite))
     check_declared(score.error_types, cell.declared_error_types, f"{cell.label()}, task {task.id!r}")
     episode, steps, calls = episode_rows(cell, task, repeat, trace, score, run_name, attempts)
-    return Finished(episode, list(steps), list(calls), transcript_lines(trace), trace.wall_s)
+    return Finished(episode, list(steps), list(calls), transcript_lines(trace), trace.wall_s, trace.tool_texts)

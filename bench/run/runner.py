@@ -11,6 +11,7 @@ from surfbench.bench.base.concurrency import in_order
 from surfbench.bench.base.config import ConfigError, read_group_config, surface_config
 from surfbench.bench.contracts.registry import build_surface
 from surfbench.bench.models import ModelPool, model_config
+from surfbench.bench.models.server_slots import episode_slot
 from surfbench.bench.models.types import ModelClient
 from surfbench.bench.run.cell import Cell as Cell  # where callers found them first
 from surfbench.bench.run.cell import CellSpec as CellSpec
@@ -187,7 +188,9 @@ def run_cell(
             fit = first_request_fit(cell, task)  # predicted from static counts: never sent when it cannot fit
             if not fit.fits:
                 return unfit_episode(cell, task, repeat, run_name, fit)
-            return play_episode(cell, key, task, repeat, model, run_name)
+            # on llama-server with slots: the episode holds one slot for all its steps (bench.models.server_slots)
+            with episode_slot(model, lambda: _first_prefix(cell, task)) as pinned:
+                return play_episode(cell, key, task, repeat, pinned, run_name)
 
         def commit(key: str, done: Finished) -> None:
             """Write a finished episode (on the calling thread, in the cell's episode order)."""
@@ -195,7 +198,9 @@ def run_cell(
             # with N in flight an episode holds 1/N of the run's time: episodes finishing together are
             # group-committed (one part per interval, not N), and a SIGKILL loses at most one interval's
             took = done.wall_s / concurrency
-            store.write_episode(key, done.episode, done.steps, done.calls, done.transcript, took_s=took)
+            store.write_episode(
+                key, done.episode, done.steps, done.calls, done.transcript, took_s=took, tools=done.tools
+            )
             rows.append(done.episode)
             finished += 1
             if progress:

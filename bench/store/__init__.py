@@ -3,7 +3,8 @@
 The results store: one schema per table (``tables``, ``schema``), run folders and their parts (``results``,
 ``parts``, ``transcripts``, ``compact``), claims for concurrent writers (``claims``), cell and episode
 identity (``identity``), provenance and evidence checks (``provenance``, ``evidence``), what a run recorded
-of its catalogs (``recorded``) and the typed reader (``reader``: ``surfbench.load``).
+of its catalogs (``recorded``) and of its tool blocks' texts (``tool_texts``), and the typed reader (``reader``:
+``surfbench.load``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 A run writes a part per episode (or per group of quick episodes) in each table and a transcript per
 episode: that is what lets it be killed and resumed, and what makes a finished run thousands of small
 files (``results/reference`` held 11,977 before it was compacted). Compacted, a run folder is
-``run.json``, one part in each of ``episodes.parquet/``, ``steps.parquet/`` and ``calls.parquet/``, and
+``run.json``, one part in each of ``episodes.parquet/``, ``steps.parquet/`` and ``calls.parquet/`` (and
+``tools.parquet/``, the tool texts since records v6: :mod:`surfbench.bench.store.tool_texts`), and
 ``transcripts.zip`` (:mod:`surfbench.bench.store.transcripts`).
 
 What stays as it was:
@@ -39,6 +40,7 @@ from typing import Any
 from surfbench.bench.store.parts import JOURNAL, LOCK, finish, identity, table_parts
 from surfbench.bench.store.results import GROUP_MARK, TABLES, ResultsError, _atomic_write_bytes
 from surfbench.bench.store.schema import SCHEMAS
+from surfbench.bench.store.tool_texts import TOOLS
 from surfbench.bench.store.transcripts import pack_transcripts
 
 
@@ -135,8 +137,11 @@ def compact_table(root: Path, table: str) -> tuple[int, int]:
     if data.num_rows != rows:
         raise ResultsError(f"{folder}: read {data.num_rows} rows of {rows}; nothing was changed")
     digest = hashlib.sha256("\n".join(p.name for p in parts).encode("utf-8")).hexdigest()[:8]
-    episodes = len(set(data.column("episode_key").to_pylist()))  # named like a group part: first + n more
-    name = f"part-compacted{GROUP_MARK}{max(episodes - 1, 0)}-{digest}.parquet"
+    if "episode_key" in data.column_names:
+        episodes = len(set(data.column("episode_key").to_pylist()))  # named like a group part: first + n more
+        name = f"part-compacted{GROUP_MARK}{max(episodes - 1, 0)}-{digest}.parquet"
+    else:  # the tools table: no episodes
+        name = f"part-compacted-{digest}.parquet"
     replaces = {p.name: identity(p) for p in parts if p.name != name}
     journal = json.dumps({"part": name, "replaces": replaces}, indent=1) + "\n"
     _atomic_write_bytes(folder / JOURNAL, lambda tmp: Path(tmp).write_text(journal, encoding="utf-8"))
@@ -177,7 +182,9 @@ def compact(root: Path) -> Compacted:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             parts = {table: compact_table(root, table) for table in ("steps", "calls", "episodes")}
+            if (root / TOOLS).is_dir():  # the tool texts (records v6); older runs have none
+                parts["tools"] = compact_table(root, "tools")
             packed = pack_transcripts(root)
         except OSError as exc:
             raise ResultsError(f"cannot compact {root}: {exc.strerror or exc}; re-run to finish") from None
-    return Compacted(root, {t: parts[t] for t in TABLES}, packed)
+    return Compacted(root, {t: parts[t] for t in (*TABLES, "tools") if t in parts}, packed)

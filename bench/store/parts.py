@@ -24,7 +24,8 @@ JOURNAL = ".compacting.json"
 """The compaction journal in a table folder (a dot name: pandas, pyarrow and DuckDB's ``*.parquet`` skip it)."""
 LOCK = ".run.lock"
 """The run folder's lock (also taken by ``RunStore.discard`` and ``write_run_info``)."""
-TABLE_FOLDERS = ("episodes.parquet", "steps.parquet", "calls.parquet")
+TABLE_FOLDERS = ("episodes.parquet", "steps.parquet", "calls.parquet", "tools.parquet")
+"""The table folders a compaction rewrites (``tools.parquet``: the tool texts, bench.store.tool_texts)."""
 
 
 def identity(path: Path) -> list[int] | None:

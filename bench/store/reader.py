@@ -8,7 +8,9 @@ does (``run.json`` the object a run writes, every part an episodes part, no epis
 - ``episodes``: one row per episode of each cell's current identity (columns: ``EpisodeRow`` of
   bench/store/tables.py, as bench/store/schema.py writes them); rows of an older identity are left out and counted in
   ``ignored`` (``surfbench prune RUN`` deletes them), with a line in ``notes``;
-- ``steps`` and ``calls``: the rows of those episodes in the steps and calls tables (read on first use).
+- ``steps`` and ``calls``: the rows of those episodes in the steps and calls tables (read on first use);
+- ``tools``: the runs' tools tables, each distinct tool's wire text once (records v6, bench/store/tool_texts.py), and
+  :meth:`Runs.tool_block`, a step's tool block as sent (None for a run recorded before: not recorded).
 
 Every frame is a ``pandas.DataFrame``; JSON-encoded list columns (``tags``, ``error_types``, ``first_tries``,
 a call's ``arguments``) stay text, as in the files. :func:`surfbench.bench.store.results.load_runs` is the raw
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.store.provenance import latest_cells, load_current
 from surfbench.bench.store.results import load_runs
+from surfbench.bench.store.tool_texts import block_texts, read_tools
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -150,6 +153,31 @@ class Runs:
     def calls(self) -> pd.DataFrame:
         """One row per tool call of the episodes (CallRow columns), read on first use."""
         return self._rows("calls")
+
+    @cached_property
+    def tools(self) -> pd.DataFrame:
+        """One row per distinct tool each run showed (``run``, ``tool_hash``, ``name``, ``text``: its wire text).
+
+        Empty for runs recorded before records v6, which kept their tool blocks' sizes and hashes, not their text.
+        """
+        return read_tools(self.runs)
+
+    @cached_property
+    def tool_texts(self) -> dict[str, str]:
+        """Tool hash -> its wire text, over the runs (a step's ``tool_hashes`` name them)."""
+        tools = self.tools
+        return {str(h): str(t) for h, t in zip(tools["tool_hash"], tools["text"], strict=True)}
+
+    def tool_block(self, episode_key: str, step: int) -> list[str] | None:
+        """The tool block step ``step`` of an episode sent, each tool's wire text in order ([]: no tools).
+
+        None: not recorded (a run from before records v6, or a step the tables do not hold).
+        """
+        steps = self.steps
+        if not len(steps) or "tool_hashes" not in steps.columns:
+            return None
+        found = steps[(steps["episode_key"] == episode_key) & (steps["step"] == step)]
+        return block_texts(found["tool_hashes"].iloc[0], self.tool_texts) if len(found) else None
 
     def _rows(self, table: str) -> pd.DataFrame:
         frame = load_runs(self.runs, table)

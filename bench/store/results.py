@@ -4,8 +4,10 @@ Tables are parquet *datasets* (folders of part files): ``episodes.parquet/``, ``
 ``calls.parquet/``, one part per episode, each written to a temporary name and renamed into place.
 An episode's ``episodes`` part is written last: it is the commit marker. A killed run loses at most
 the episodes in flight; a re-run skips every committed episode and rewrites (same file names) the
-parts of any half-written one, so nothing is ever duplicated. Several processes may run into one
-folder at once: each claims an episode before running it (``surfbench.bench.store.claims``). A finished run
+parts of any half-written one, so nothing is ever duplicated. Before a commit's steps, ``tools.parquet/``
+gains the tools they showed that the folder lacks, each wire text once per run (``surfbench.bench.store.tool_texts``).
+Several processes may run into one folder at once: each claims an episode before running it
+(``surfbench.bench.store.claims``). A finished run
 is compacted in place (``surfbench compact``, ``surfbench.bench.store.compact``): one part per table, its
 transcripts packed in ``transcripts.zip``; readers list parts through ``surfbench.bench.store.parts``.
 
@@ -37,6 +39,7 @@ from surfbench.bench.catalog.wire import valid_utf8
 from surfbench.bench.store.parts import LOCK, recover, table_parts
 from surfbench.bench.store.schema import table_from_rows
 from surfbench.bench.store.tables import Row
+from surfbench.bench.store.tool_texts import TOOLS, recorded_hashes, tools_part
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -131,9 +134,11 @@ class RunStore:
         self.commit_interval_s = commit_interval_s
         self.after_commit: Callable[[list[str]], None] | None = None
         """Called with the keys of each commit once its episodes part is written (releases their claims)."""
-        self._held: list[tuple[str, RowLike, Sequence[RowLike], Sequence[RowLike], str]]
+        self._held: list[tuple[str, RowLike, Sequence[RowLike], Sequence[RowLike], str, Mapping[str, str]]]
         self._held = []
         self._held_since = 0.0
+        self._tools: set[str] | None = None
+        """The tool hashes the folder's tools table holds (bench.store.tool_texts), read at the first commit."""
 
     def prepare(self) -> None:
         try:
@@ -219,10 +224,14 @@ class RunStore:
         calls: Sequence[RowLike],
         transcript: Iterable[str],
         took_s: float | None = None,
+        tools: Mapping[str, str] | None = None,
     ) -> None:
-        """Commit one episode (or hold it for a group commit; see the class docstring)."""
+        """Commit one episode (or hold it for a group commit; see the class docstring).
+
+        ``tools``: the wire text of each tool its steps showed, by the hash they record (bench.store.tool_texts).
+        """
         text = redact("\n".join(transcript) + "\n")
-        self._held.append((key, episode, steps, calls, text))
+        self._held.append((key, episode, steps, calls, text, dict(tools or {})))
         now = time.monotonic()
         if len(self._held) == 1:
             self._held_since = now
@@ -231,13 +240,14 @@ class RunStore:
             self.flush()
 
     def flush(self) -> None:
-        """Write every held episode: transcripts, then steps and calls, then episodes (the commit)."""
+        """Write every held episode: its new tools and transcripts, then steps and calls, then episodes (the commit)."""
         held, self._held = self._held, []
         if not held:
             return
         import pyarrow.parquet as pq
 
-        for key, _, _, _, text in held:
+        self._write_tools({h: t for item in held for h, t in item[5].items()})
+        for key, _, _, _, text, _ in held:
             path = self.root / "transcripts" / f"{key_stem(key)}.jsonl"
             _atomic_write_bytes(path, lambda tmp, t=text: Path(tmp).write_text(t, encoding="utf-8"))
         first = key_stem(held[0][0])
@@ -253,6 +263,21 @@ class RunStore:
             _atomic_write_bytes(path, lambda tmp, d=data: pq.write_table(d, tmp))
         if self.after_commit is not None:
             self.after_commit([h[0] for h in held])
+
+    def _write_tools(self, texts: Mapping[str, str]) -> None:
+        """The tools the folder does not hold yet, as one part, before the steps that name them."""
+        if not texts:
+            return
+        import pyarrow.parquet as pq
+
+        if self._tools is None:
+            self._tools = recorded_hashes(self.root)
+        new = {h: t for h, t in texts.items() if h not in self._tools}
+        if not new:
+            return
+        name, data = tools_part(new)
+        _atomic_write_bytes(self.root / TOOLS / name, lambda tmp: pq.write_table(data, tmp))
+        self._tools.update(new)
 
     def write_run_info(self, info: Mapping[str, Any]) -> None:
         """Merge ``info`` into run.json; cells accumulate (parallel sweep jobs take a lock).

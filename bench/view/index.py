@@ -3,8 +3,9 @@
 :class:`ViewIndex` reads the run folders with the typed reader (``surfbench.load``) when the viewer starts: the
 episodes table and run.json, nothing else. The cells table is the report's (bench.report.report_data: the same
 groups, metrics and intervals). The steps and calls tables are read the first time a page needs them (an
-episode, a task, an operation filter), and a transcript (bench.store.transcripts) when its episode is shown, or
-when a search needs its task's request. A cell's episodes page through :data:`PAGE_SIZE` rows at a time.
+episode, a task, an operation filter), the tools table (the tool blocks' texts) when an episode is shown, and
+a transcript (bench.store.transcripts) when its episode is shown, or when a search needs its task's request. A
+cell's episodes page through :data:`PAGE_SIZE` rows at a time.
 
 Pages are looked up by name in what was loaded (:meth:`ViewIndex.episode_key`, :meth:`ViewIndex.cell`): a
 request never becomes a file path, so nothing outside the run folders can be read through the viewer.

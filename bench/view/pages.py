@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +162,7 @@ def episode_page(index: ViewIndex, position: int, static: bool = False) -> str:
         key = str(row["episode_key"])
         found = index.transcript(position)
         step_rows, call_rows = index.episode_steps(key), index.episode_calls(key)
+        texts = index.runs.tool_texts  # the runs' tools tables (read on first use)
     messages, summary = found if found else ([], {})
     views = steps(messages, step_rows, call_rows)
     cell = index.cell_of(position)
@@ -189,7 +191,7 @@ def episode_page(index: ViewIndex, position: int, static: bool = False) -> str:
     users = [str(m.get("content") or "") for m in messages if m.get("role") == "user"]
     body += "<h2>Request</h2>" + pre(users[0] if users else "(not recorded)")
     body += f"<h2>Steps ({len(views)})</h2>"
-    body += "".join(_step(view, system, views[view.index - 1] if view.index else None) for view in views)
+    body += "".join(_step(view, system, views[view.index - 1] if view.index else None, texts) for view in views)
     body += _ending(row, summary)
     return page(title, body, 1, static)
 
@@ -218,7 +220,7 @@ def _checks(row: dict[str, Any]) -> str:
     return out
 
 
-def _step(view: StepView, system: str, before: StepView | None) -> str:
+def _step(view: StepView, system: str, before: StepView | None, texts: Mapping[str, str]) -> str:
     r = view.record
     head = f"step {view.index}"
     if r:
@@ -228,7 +230,7 @@ def _step(view: StepView, system: str, before: StepView | None) -> str:
             head += f" · {number(r.get('cached_prompt_tokens'))} cached"
         head += f" · {len(view.calls)} tool call(s)"
     out = f'<section class="step" id="step-{view.index}"><h3>{esc(head)}</h3>'
-    out += details("the request the model saw: system text and tool block", _request(view, system, before))
+    out += details("the request the model saw: system text and tool block", _request(view, system, before, texts))
     for message in view.new_messages:
         out += "<p class='turn'>user:</p>" + pre(message.get("content"))
     out += _model_turn(view)
@@ -237,7 +239,7 @@ def _step(view: StepView, system: str, before: StepView | None) -> str:
     return out + "</section>"
 
 
-def _request(view: StepView, system: str, before: StepView | None) -> str:
+def _request(view: StepView, system: str, before: StepView | None, texts: Mapping[str, str]) -> str:
     r = view.record
     same = before is not None and before.record.get("prefix_hash") == r.get("prefix_hash")
     facts = [
@@ -255,8 +257,40 @@ def _request(view: StepView, system: str, before: StepView | None) -> str:
         out += f"<p>Operations shown ({len(shown)}): " + esc(", ".join(map(str, shown))) + "</p>"
     elif not missing(r.get("shown_count")):
         out += f"<p>{number(r.get('shown_count'))} operations callable: every operation of the catalog.</p>"
-    out += "<p class='note'>The run stores the tool block's size and hash, not its text.</p>"
+    out += "<h4>Tool block</h4>" + _tool_block(view, before, texts)
     return out + "<h4>System text</h4>" + pre(system or "(not recorded)")
+
+
+def _tool_block(view: StepView, before: StepView | None, texts: Mapping[str, str]) -> str:
+    """The step's tool block as sent, each tool's wire text (collapsed); or that it is the step before's."""
+    r = view.record
+    if missing(r.get("tool_hashes")):
+        return "<p class='note'>The tool block's text is not recorded in this run (its size and hash are).</p>"
+    hashes = [str(h) for h in listed(r.get("tool_hashes"))]
+    if not hashes:
+        return "<p>No tool block: the surface sent no tools at this step.</p>"
+    earlier = before.record.get("tool_hashes") if before is not None else None
+    if before is not None and not missing(earlier) and [str(h) for h in listed(earlier)] == hashes:
+        return f"<p>The same tool block as step {before.index} ({len(hashes)} tool(s)).</p>"
+    inner = []
+    for digest in hashes:
+        text = texts.get(digest)
+        if text is None:
+            inner.append(f"<p class='note'>Tool {esc(digest)}: its text is not in the run's tools table.</p>")
+            continue
+        inner.append(f"<h5>{esc(_tool_name(text))} · {len(text.encode('utf-8')):,} B</h5>" + pre(text))
+    tokens = next((s[2] for s in listed(r.get("segments")) if isinstance(s, list) and s[:1] == ["tools"]), None)
+    summary = f"the tool block as sent: {len(hashes)} tool(s), {number(r.get('tool_block_bytes'))} B"
+    summary += f", {number(tokens)} tokens (o200k_base estimate)" if tokens is not None else ""
+    return details(esc(summary), "".join(inner))
+
+
+def _tool_name(text: str) -> str:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return "(a tool)"
+    return str(value.get("name")) if isinstance(value, dict) and value.get("name") is not None else "(a tool)"
 
 
 def _model_turn(view: StepView) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -77,6 +78,8 @@ def test_compacting_keeps_every_table_identical_and_packs_the_transcripts(run: P
     assert_same(before, frames(run))  # same rows, same order, same types
     assert all(len(parts(run, t)) == 1 for t in TABLES)
     assert result.parts["episodes"] == (6 + 2, 10)  # a part per episode, then two groups
+    shown = {h for text in load_runs([run], "steps")["tool_hashes"] for h in json.loads(text)}
+    assert len(parts(run, "tools")) == 1 and result.parts["tools"][1] == len(shown)  # each tool once, kept
     assert result.transcripts == 10 and not (run / "transcripts").exists() and (run / "transcripts.zip").is_file()
     assert dict(iter_transcripts(run)) == texts
     assert files == 8 * 3 + 10 and store_files(run) == 3 + 1
@@ -205,7 +208,8 @@ def test_parts_with_other_columns_are_compacted_with_every_column(tmp_path: Path
 
 def test_the_command_compacts_and_refuses_what_is_not_a_run(run: Path, tmp_path: Path, capsys):
     assert cli_main(["compact", str(run)]) == 0
-    assert "part file(s) -> 3" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "part file(s) -> 4 (" in out and ", tools " in out  # the three tables and the tool texts (records v6)
     assert cli_main(["compact", str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err
     assert "is not a surfbench run" in err and len(err.strip().splitlines()) == 1

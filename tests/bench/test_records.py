@@ -30,6 +30,8 @@ REFERENCE = ROOT / "results" / "reference"
 # Records v3 added the calls' policy verdict and the episodes' partial credit and policy counts, at the ends too.
 # Records v4 added the steps' sent_at and segments (the cache model's input), at the end likewise.
 # Records v5 added the episodes' instance_calls and instance_right (pass-through parameters), at the end.
+# Records v6 added the steps' tool_hashes (the tool block as sent; the texts in the run's tools table), at the end.
+# Records v7 added the steps' server_cache_n, server_prompt_n and slot (llama-server's own counts), at the end.
 WRITTEN = {
     "episodes": "episode_key:string run:string suite:string task_id:string split:string tags:string surface:string "
     "surface_config:string surface_kind:string model:string model_config:string cell_id:string task_hash:string "
@@ -49,7 +51,8 @@ WRITTEN = {
     "prompt_tokens_est:int64 cached_prompt_tokens:int64 completion_tokens:int64 latency_s:double tools_shown:int64 "
     "tool_block_bytes:int64 prefix_hash:string tool_calls:int64 overhead:bool parse_format:string "
     "parse_failures:int64 cache_hit:bool finish_reason:string cost_usd:double text:string shown_count:int64 "
-    "operations_shown:string sent_at:double segments:string",
+    "operations_shown:string sent_at:double segments:string tool_hashes:string server_cache_n:int64 "
+    "server_prompt_n:int64 slot:int64",
     "calls": "episode_key:string step:int64 index:int64 tool:string arguments:string kind:string operation:string "
     "meta:string error_type:string schema_valid:bool backend_ok:bool result:string hits:string policy:string "
     "first_try_for:string "

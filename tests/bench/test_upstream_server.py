@@ -1,37 +1,49 @@
-"""llama.cpp's own server as the local engine: its command line, its errors, and its cache counts recorded.
+"""llama.cpp's own server as the local engine: its command line, its errors, its counts recorded, its slots.
 
 The real binary is exercised by the e2e tests when it is installed; here a stand-in with the same command
-line and the same usage block (``prompt_tokens_details.cached_tokens``, as llama-server reports the prompt
-tokens a request took from its slot's KV cache) shows the counts reach the step records through the real
-client, and that settings, model configs and identities name the engine.
+line, the same usage block (``prompt_tokens_details.cached_tokens``, as llama-server reports the prompt
+tokens a request took from its slot's KV cache) and the same ``timings`` (``cache_n``, ``prompt_n``), one KV
+cache per slot, shows the counts and the slot reach the step records through the real client and a real cell,
+that each episode in flight keeps one slot of its own (``id_slot``), that the default sends none, and that
+settings, model configs and identities name the engine.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 import types
+from itertools import combinations
 from pathlib import Path
 
 import pytest
 
-from surfbench.bench.base.config import ConfigError
+from surfbench.bench.base.config import ConfigError, read_group_config
 from surfbench.bench.contracts.backend import ServerError
-from surfbench.bench.models import model_config
+from surfbench.bench.models import ModelPool, model_config, providers
+from surfbench.bench.models.cache import ResponseCache
 from surfbench.bench.models.client import LiteLLMClient
 from surfbench.bench.models.server import LocalServer, ServerSettings
 from surfbench.bench.models.types import ModelRequest
+from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
 from surfbench.bench.store.identity import model_identity
+from surfbench.bench.store.results import RunStore, load_runs
 
 FAKE = textwrap.dedent(
     """\
     #!{python}
-    # a stand-in for llama-server: the same flags, the OpenAI-compatible routes, and its usage block
-    import json, sys
+    # a stand-in for llama-server: the same flags, the OpenAI-compatible routes, its usage block and timings, one
+    # KV cache per slot (the request's id_slot; unpinned requests share slot 0 here), every request body logged
+    # beside the binary; with tools, it calls the first tool once, then answers
+    import json, sys, threading, time
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from pathlib import Path
     args = sys.argv[1:]
     opt = lambda name: args[args.index(name) + 1]
-    seen = []
+    log = Path(sys.argv[0]).with_name("requests.jsonl")
+    slots = {{}}
+    lock = threading.Lock()
 
     class H(BaseHTTPRequestHandler):
         def log_message(self, *a):
@@ -50,22 +62,30 @@ FAKE = textwrap.dedent(
 
         def do_POST(self):
             req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            words = " ".join(m["content"] for m in req["messages"]).split()
-            # the cache: the longest common prefix (in words) with the previous request, as one slot keeps it
-            cached = 0
-            if seen:
-                for a, b in zip(seen[-1], words):
+            words = " ".join(str(m.get("content") or "") for m in req["messages"]).split()
+            slot = max(int(req.get("id_slot", -1)), 0)
+            with lock:  # the slot's cache: the longest common prefix (in words) with its previous request
+                cached = 0
+                for a, b in zip(slots.get(slot, []), words):
                     if a != b:
                         break
                     cached += 1
-            seen.append(words)
+                slots[slot] = words
+                with log.open("a") as fh:
+                    fh.write(json.dumps(req) + "\\n")
+            time.sleep(0.05)  # long enough for episodes in flight to overlap
+            message = {{"role": "assistant", "content": "done"}}
+            tools = req.get("tools") or []
+            if tools and req["messages"][-1]["role"] == "user":
+                call = {{"id": "c1", "type": "function", "function": {{"name": tools[0]["function"]["name"],
+                                                                      "arguments": "{{}}"}}}}
+                message = {{"role": "assistant", "content": None, "tool_calls": [call]}}
             self._send({{
                 "id": "x", "object": "chat.completion", "created": 0, "model": opt("--alias"),
-                "choices": [{{"index": 0, "finish_reason": "stop",
-                             "message": {{"role": "assistant", "content": "done"}}}}],
+                "choices": [{{"index": 0, "finish_reason": "stop", "message": message}}],
                 "usage": {{"prompt_tokens": len(words), "completion_tokens": 1, "total_tokens": len(words) + 1,
                           "prompt_tokens_details": {{"cached_tokens": cached}}}},
-                "timings": {{"cache_n": cached, "prompt_n": len(words) - cached}},
+                "timings": {{"cache_n": cached, "prompt_n": len(words) - cached, "predicted_n": 1}},
             }})
 
     ThreadingHTTPServer(("127.0.0.1", int(opt("--port"))), H).serve_forever()
@@ -97,6 +117,14 @@ def test_the_command_line_gives_each_slot_its_context_and_keeps_idle_threads_asl
     assert flag["--parallel"] == "3" and flag["--ctx-size"] == str(3 * 4096)
     assert flag["--poll"] == "0" and flag["--cache-ram"] == "0" and flag["--port"] == "1234"
     assert "--no-webui" in cmd
+    assert flag["--threads"] == flag["--threads-batch"] == "2"  # prompt threads follow generation's by default
+
+
+def test_prompt_threads_may_differ_from_generation_threads(fake_binary: Path, tmp_path: Path):
+    server = LocalServer(settings(tmp_path, n_threads=1, threads_batch=2))
+    cmd = server.command()
+    flag = {cmd[i]: cmd[i + 1] for i in range(1, len(cmd) - 1) if cmd[i].startswith("--")}
+    assert (flag["--threads"], flag["--threads-batch"]) == ("1", "2")
 
 
 def test_a_missing_upstream_server_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -113,6 +141,79 @@ def test_the_cached_prompt_tokens_the_server_reports_reach_the_model_turn(fake_b
         second = client.complete(ModelRequest(messages=(system, {"role": "user", "content": "open issue two"})))
     assert first.usage.cached_prompt_tokens == 0
     assert second.usage.prompt_tokens == 13 and second.usage.cached_prompt_tokens == 12  # all but the last word
+    # the server's own timings: taken from the KV cache, and computed
+    assert (first.usage.server_cache_n, first.usage.server_prompt_n) == (0, 13)
+    assert (second.usage.server_cache_n, second.usage.server_prompt_n) == (12, 1)
+    assert first.slot is None and second.slot is None  # one slot: nothing pinned, and the response names none
+
+
+def requests_seen(binary: Path) -> list[dict[str, object]]:
+    log = binary.with_name("requests.jsonl")
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
+
+
+def test_the_slot_stays_out_of_the_cache_key_and_a_hit_keeps_the_servers_counts(fake_binary: Path, tmp_path: Path):
+    cache = ResponseCache(tmp_path / "cache")
+    request = ModelRequest(messages=({"role": "user", "content": "list the open issues of the forge"},))
+    with LocalServer(settings(tmp_path, slots=2)) as server:
+        client = LiteLLMClient(
+            "openai/qwen", api_base=server.api_base, api_key="sk-local", is_local=True, cache=cache, slots=2
+        )
+        first = client.pinned(1).complete(request)
+        again = client.complete(request)  # unpinned: the same request, so the same answer from the cache
+    assert not first.cache_hit and first.slot == 1
+    assert (first.usage.server_cache_n, first.usage.server_prompt_n) == (0, 7)
+    assert again.cache_hit and again.request_hash == first.request_hash
+    assert (again.slot, again.usage.server_cache_n, again.usage.server_prompt_n) == (1, 0, 7)  # the original call's
+    assert [body.get("id_slot") for body in requests_seen(fake_binary)] == [1]  # one request reached the server
+
+
+MODEL = "qwen2.5-coder-0.5b-instruct"
+
+
+def run_on_fake_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **model: object) -> tuple[object, object]:
+    """Six forge dev episodes on ``core`` through a real cell on the stand-in server; (steps, the cell)."""
+    monkeypatch.setattr(providers, "require", lambda name: tmp_path / "m.gguf")  # the stand-in never reads it
+    data = {**read_group_config("model", MODEL), "mode": "native", "tokenizer": "o200k_base", **model}
+    cell = resolve_cell(CellSpec("forge", "core", MODEL, split="dev", limit=6), model_data=data)
+    store = RunStore(tmp_path / "run", commit_interval_s=0.0)
+    store.prepare()
+    store.write_run_info({"cells": []})
+    with ModelPool(None) as pool:
+        run_cell(cell, pool, store, "x")
+    return load_runs([tmp_path / "run"], "steps"), cell
+
+
+def test_each_episode_in_flight_keeps_a_slot_of_its_own_and_its_steps_record_the_servers_counts(
+    fake_binary: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    steps, _ = run_on_fake_server(tmp_path, monkeypatch, server="llama-server", slots=2, concurrency=2)
+    episodes = {key: group.sort_values("step") for key, group in steps.groupby("episode_key")}
+    assert len(episodes) == 6 and all(len(g) == 2 for g in episodes.values())  # a tool call, then the answer
+    slot_of = {key: set(g["slot"]) for key, g in episodes.items()}
+    assert all(len(s) == 1 for s in slot_of.values())  # one slot for all of an episode's steps
+    assert set().union(*slot_of.values()) == {0, 1}
+    # episodes whose requests overlapped in time ran on different slots
+    span = {k: (g["sent_at"].min(), (g["sent_at"] + g["latency_s"]).max()) for k, g in episodes.items()}
+    overlapping = [(a, b) for a, b in combinations(span, 2) if span[a][0] < span[b][1] and span[b][0] < span[a][1]]
+    assert overlapping and all(slot_of[a] != slot_of[b] for a, b in overlapping)
+    # on the server: each conversation's requests carry one id_slot
+    by_conversation: dict[str, set[object]] = {}
+    for body in requests_seen(fake_binary):
+        first_user = next(m["content"] for m in body["messages"] if m["role"] == "user")  # type: ignore[index, union-attr]
+        by_conversation.setdefault(str(first_user), set()).add(body.get("id_slot"))
+    assert len(by_conversation) == 6 and all(len(s) == 1 and None not in s for s in by_conversation.values())
+    # the server's counts: the second step found its whole first prompt still cached on its slot
+    for g in episodes.values():
+        assert list(g["server_cache_n"] + g["server_prompt_n"]) == list(g["prompt_tokens"])
+        assert int(g["server_cache_n"].iloc[1]) == int(g["prompt_tokens"].iloc[0]) > 0
+
+
+def test_one_slot_sends_no_slot_and_records_none(fake_binary: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    steps, cell = run_on_fake_server(tmp_path, monkeypatch, server="llama-server")
+    assert cell.model_cfg.slots == 1 and len(steps) == 12
+    assert all("id_slot" not in body for body in requests_seen(fake_binary))  # the request bytes of today
+    assert steps["slot"].isna().all() and steps["server_prompt_n"].notna().all()
 
 
 LOCAL = {"provider": "local", "embedded": "qwen2.5-coder-0.5b-instruct"}

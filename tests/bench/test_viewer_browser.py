@@ -174,3 +174,29 @@ def test_report_html_of_one_and_of_two_model_sizes(page: Any, tmp_path: Path):
     runs = [RUN, REFERENCE / "forge-dev-qwen1.5b"]
     _, two = write_report(runs, tmp_path / "two-sizes")
     assert "accuracy by model size" in check_report(page, two)
+
+
+def test_a_step_shows_the_tool_block_as_sent_once_expanded(page: Any, tmp_path: Path):
+    from surfbench.bench.catalog.wire import compact_json
+    from surfbench.bench.report.viewer_links import episode_path
+    from tests.bench.test_viewer_tools import catalog_ops, tool_run
+
+    run = tool_run(tmp_path / "run", ("full",), limit=1)  # the scripted oracle: one episode of the full surface
+    site = Site(ViewIndex([run]))
+    server = make_server(site, 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        host, port = server.server_address[:2]
+        page.goto(f"http://{host!s}:{port}/" + episode_path(str(site.index.frame["episode_key"][0])))
+        name, description = catalog_ops()[0]
+        tool = page.locator("section.step").first.locator("pre", has_text=compact_json(description)[1:-1])
+        assert tool.count() == 1 and not tool.is_visible()  # collapsed by default
+        step = page.locator("section.step").first
+        step.locator("summary").first.click()  # the request the model saw
+        assert not tool.is_visible()  # the tool block is collapsed inside it
+        step.locator("summary", has_text="the tool block as sent").click()
+        assert tool.is_visible() and f'"name":"{name}"' in tool.inner_text()
+        fits(page)
+    finally:
+        server.shutdown()
+        server.server_close()

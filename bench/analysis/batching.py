@@ -1,0 +1,263 @@
+"""The batching benchmark's pure parts: its settings, outcome identity across settings, and its table rows.
+
+``scripts/bench_batching.py`` runs the same episodes once per setting of the local engine (llama-cpp-python one
+at a time; llama-server with ``slots = concurrency = N``, continuous batching) and measures episodes per hour.
+What it needs beyond running lives here, so that it is tested without a model:
+
+- :func:`parse_setting`: ``ENGINE[:SLOTS][:t=THREADS][:tb=BATCH_THREADS][:poll=POLL]``;
+- :func:`episode_outcomes` / :func:`differences`: at temperature 0 a setting must change when replies come,
+  never what they say. Per episode (suite, surface, task, repeat), the sequence of its calls (the operation
+  named, else the tool, with the arguments as canonical JSON) and whether it succeeded; episodes that differ
+  are listed, not raised: batched decoding may round differently, and the list says where;
+- :func:`markdown_rows`: the rows of docs/benchmarks.md, from the JSON the script writes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+ENGINES = {
+    "llama-cpp-python": "llama-cpp-python",
+    "python": "llama-cpp-python",
+    "llama-server": "llama-server",
+    "server": "llama-server",
+}
+"""Engine names a setting may use (short forms too) -> the model config's ``server``."""
+DEFAULT_SETTINGS = ("llama-cpp-python", "llama-server:1", "llama-server:2", "llama-server:3", "llama-server:4")
+"""Today's one-at-a-time server, then llama-server with 1 to 4 slots (as many episodes in flight)."""
+BUSY_SETTINGS = (
+    "llama-cpp-python",
+    "llama-cpp-python:t=1",
+    "llama-server:1",
+    "llama-server:1:t=1",
+    "llama-server:2",
+    "llama-server:2:t=1",
+    "llama-server:2:t=1:tb=2",
+)
+"""With one competing busy process: the default threads (2) against one thread, which leaves the busy core alone."""
+TARGET_SPEEDUP = 1.5
+"""Issue 30: episodes per hour at the best N against today's one-at-a-time server."""
+PROPORTIONAL_SHARE = 0.8
+"""Busy against quiet is "in proportion to the cores left" when it keeps at least this share of that proportion
+(1 of 2 cores left: at least 0.4x of the quiet rate; the failure the issue names is 10-20x slower)."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One way to serve the model: engine, slots (= episodes in flight) and thread settings."""
+
+    engine: str
+    slots: int = 1
+    threads: int | None = None
+    """Generation threads; None: the model config's."""
+    threads_batch: int | None = None
+    """Prompt-processing threads; None: as ``threads``."""
+    poll: int | None = None
+    """llama-server only: polling level of idle threads (0-100); None: surfbench's default, 0."""
+
+    @property
+    def concurrency(self) -> int:
+        return self.slots
+
+    @property
+    def name(self) -> str:
+        """The setting in the form :func:`parse_setting` reads (canonical: engine's full name, slots for the server)."""
+        parts = [self.engine] + ([str(self.slots)] if self.engine == "llama-server" else [])
+        for key, value in (("t", self.threads), ("tb", self.threads_batch), ("poll", self.poll)):
+            if value is not None:
+                parts.append(f"{key}={value}")
+        return ":".join(parts)
+
+
+def parse_setting(text: str) -> Setting:
+    """``ENGINE[:SLOTS][:t=N][:tb=N][:poll=N]``, e.g. ``llama-server:2:t=1``; ValueError saying what is wrong."""
+    usage = "ENGINE[:SLOTS][:t=THREADS][:tb=BATCH_THREADS][:poll=0-100], e.g. llama-server:2:t=1"
+    head, *rest = text.strip().split(":")
+    engine = ENGINES.get(head)
+    if engine is None:
+        raise ValueError(f"setting {text!r}: unknown engine {head!r} (one of {', '.join(sorted(ENGINES))}); {usage}")
+    slots = 1
+    found: dict[str, int] = {}
+    for i, part in enumerate(rest):
+        key, sep, value = part.partition("=")
+        if not sep and i == 0 and part.isdigit():
+            slots = int(part)
+            continue
+        if not sep or key not in ("t", "tb", "poll") or not value.isdigit():
+            raise ValueError(f"setting {text!r}: cannot read {part!r}; {usage}")
+        if key in found:
+            raise ValueError(f"setting {text!r}: {key} given twice")
+        found[key] = int(value)
+    if slots < 1 or any(found.get(k) == 0 for k in ("t", "tb")):
+        raise ValueError(f"setting {text!r}: slots and threads are 1 or more")
+    if found.get("poll", 0) > 100:
+        raise ValueError(f"setting {text!r}: poll is 0 to 100")
+    if engine == "llama-cpp-python" and (slots != 1 or "poll" in found):
+        raise ValueError(
+            f"setting {text!r}: llama-cpp-python serves one request at a time (no slots, no poll); "
+            "use llama-server:N for continuous batching"
+        )
+    return Setting(engine, slots, found.get("t"), found.get("tb"), found.get("poll"))
+
+
+def parse_settings(texts: Sequence[str]) -> list[Setting]:
+    """Each setting once, in order (a comma inside one argument separates settings too)."""
+    out: list[Setting] = []
+    for text in texts:
+        for part in text.split(","):
+            if part.strip():
+                setting = parse_setting(part)
+                if setting in out:
+                    raise ValueError(f"setting {part.strip()!r} given twice")
+                out.append(setting)
+    if not out:
+        raise ValueError("no setting given")
+    return out
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one episode did: its calls in order and whether it succeeded."""
+
+    calls: tuple[tuple[str, str], ...]
+    """(operation named, else the tool called; arguments as canonical JSON), in (step, index) order."""
+    success: bool | None
+
+
+def _canonical(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return arguments
+    return json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def episode_key(row: Mapping[str, Any]) -> str:
+    """An episode across settings: suite/surface/task/repeat (cell ids differ: the engine is in them)."""
+    return f"{row['suite']}/{row['surface']}/{row['task_id']}/{int(row['repeat'])}"
+
+
+def episode_outcomes(episodes: Any, calls: Any) -> dict[str, Outcome]:
+    """Each episode's outcome from a run's episodes and calls tables (DataFrames, as ``load_runs`` reads them)."""
+    by_episode: dict[str, list[tuple[int, int, str, str]]] = {}
+    for row in calls.to_dict("records") if len(calls) else []:
+        named = row.get("operation")
+        name = str(row["tool"]) if _missing(named) else str(named)
+        by_episode.setdefault(str(row["episode_key"]), []).append(
+            (int(row["step"]), int(row["index"]), name, _canonical(row.get("arguments")))
+        )
+    out: dict[str, Outcome] = {}
+    for row in episodes.to_dict("records"):
+        key = episode_key(row)
+        if key in out:
+            raise ValueError(f"episode {key} appears twice in one setting's episodes")
+        made = sorted(by_episode.get(str(row["episode_key"]), []))
+        success = None if _missing(row.get("success")) else bool(row["success"])
+        out[key] = Outcome(tuple((name, args) for _, _, name, args in made), success)
+    return out
+
+
+def differences(reference: Mapping[str, Outcome], other: Mapping[str, Outcome]) -> list[str]:
+    """One line per episode whose outcome differs (or that only one side has), in key order; [] when identical."""
+    lines = []
+    for key in sorted(set(reference) | set(other)):
+        if key not in other:
+            lines.append(f"{key}: missing")
+        elif key not in reference:
+            lines.append(f"{key}: not in the reference")
+        else:
+            a, b = reference[key], other[key]
+            if a.calls != b.calls:
+                at = next((i for i, (x, y) in enumerate(zip(a.calls, b.calls, strict=False)) if x != y), None)
+                at = min(len(a.calls), len(b.calls)) if at is None else at
+                lines.append(f"{key}: calls differ from call {at + 1} ({len(a.calls)} vs {len(b.calls)} calls)")
+            elif a.success != b.success:
+                lines.append(f"{key}: success {a.success} vs {b.success}")
+    return lines
+
+
+def speedups(rates: Mapping[str, float], baseline: str) -> dict[str, float | None]:
+    """Each setting's episodes per hour over the baseline's (None when the baseline has no rate)."""
+    base = rates.get(baseline)
+    return {name: (round(rate / base, 3) if base else None) for name, rate in rates.items()}
+
+
+def best_setting(rows: Sequence[Mapping[str, Any]], engine: str = "llama-server") -> Mapping[str, Any] | None:
+    """The fastest row of ``engine`` (episodes per hour; the fewer slots on a tie)."""
+    mine = [r for r in rows if r.get("engine") == engine and r.get("episodes_per_hour")]
+    return max(mine, key=lambda r: (float(r["episodes_per_hour"]), -int(r["slots"])), default=None)
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "missed"
+
+
+def _stamp(record: Mapping[str, Any]) -> str:
+    return f"`{record['command']}`, {record['date']}, load {record['load_1min_before']} to {record['load_1min_after']}"
+
+
+def markdown_rows(record: Mapping[str, Any], quiet: Mapping[str, Any] | None = None) -> list[str]:
+    """docs/benchmarks.md rows (measure | result | target | verdict | measured by) for one run of the benchmark.
+
+    ``record``: one mode's section of results/bench/batching.json (``settings``: rows with ``name``, ``engine``,
+    ``slots``, ``episodes``, ``wall_s``, ``episodes_per_hour``, ``speedup``, ``differing``). For a busy run,
+    ``quiet`` is the quiet section: each setting is also given as a share of its quiet rate.
+    """
+    rows = list(record["settings"])
+    if not rows:
+        return []
+    base = rows[0]
+    busy = bool(record.get("busy"))
+    what = f"{' + '.join(record['workloads'])}, {record['model']}"
+    where = " with one competing busy process" if busy else ""
+    stamp = _stamp(record)
+    quiet_rates = {r["name"]: r["episodes_per_hour"] for r in (quiet or {}).get("settings", [])}
+    share = float(record.get("cores_left", 1)) / float(record.get("cores", 1))
+    out = []
+    for row in rows[1:]:
+        differing = row.get("differing") or []
+        same = f"{row['episodes'] - len(differing)} of {row['episodes']} episodes identical to {base['name']}"
+        result = (
+            f"{row['speedup']}x ({row['episodes_per_hour']} vs {base['episodes_per_hour']} episodes/h; "
+            f"{row['wall_s']} vs {base['wall_s']} s; {same})"
+        )
+        out.append(
+            f"| batching{where}: episodes per hour, {row['name']} (concurrency {row['slots']}) vs "
+            f"{base['name']} ({what}) | {result} | - | - | {stamp} |"
+        )
+    best = best_setting(rows)
+    if best is not None and not busy:
+        ok = best.get("speedup") is not None and float(best["speedup"]) >= TARGET_SPEEDUP
+        identical = not best.get("differing")
+        out.append(
+            f"| batching: best N on {record['cores']} cores, episodes per hour vs {base['name']} ({what}) | "
+            f"N={best['slots']}: {best['speedup']}x | >= {TARGET_SPEEDUP}x | {_verdict(ok)} | {stamp} |"
+        )
+        n_diff = len(best.get("differing") or [])
+        out.append(
+            f"| batching: outcome identity at temperature 0 at N={best['slots']} (calls and success per episode) | "
+            f"{best['episodes'] - n_diff} of {best['episodes']} identical | all | {_verdict(identical)} | {stamp} |"
+        )
+    if busy:
+        for row in rows:
+            quiet_rate = quiet_rates.get(row["name"])
+            if not quiet_rate:
+                continue
+            ratio = round(float(row["episodes_per_hour"]) / float(quiet_rate), 3)
+            ok = ratio >= share * PROPORTIONAL_SHARE
+            out.append(
+                f"| busy / quiet, {row['name']} ({record['cores_left']} of {record['cores']} cores left) | "
+                f"{ratio}x ({row['episodes_per_hour']} vs {quiet_rate} episodes/h) | "
+                f">= {round(share * PROPORTIONAL_SHARE, 2)}x (in proportion: {round(share, 2)}x) | {_verdict(ok)} | "
+                f"{stamp} |"
+            )
+    return out
