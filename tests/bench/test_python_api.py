@@ -104,15 +104,15 @@ def test_a_failed_cell_is_raised_after_the_others_ran(configs: Path, tmp_path: P
 
 
 def test_a_sweep_preset_expands_as_hydras_basic_sweeper_does(tmp_path: Path):
-    # configs/sweep/dsh.yaml sweeps surface x model; the command line wins a key both name
+    # configs/sweep/dsh.yaml sweeps suite x surface x model; the command line wins a key both name
     cells = compose_run(SHIPPED_CONFIGS, ["+sweep=dsh"], multirun=True).cells
     small, large = "qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct"
-    assert [(c.choices["surface"], c.choices["model"]) for c in cells] == [
-        ("full", small), ("full", large), ("core", small), ("core", large), ("dispatcher", small),
-        ("dispatcher", large),
-    ]  # fmt: skip
+    grid = [(s, m) for s in ("full", "core", "dispatcher") for m in (small, large)]
+    assert [(c.choices["suite"], c.choices["surface"], c.choices["model"]) for c in cells] == [
+        (suite, s, m) for suite in ("forge", "forge_instances") for s, m in grid
+    ]
     one = compose_run(SHIPPED_CONFIGS, ["+sweep=dsh", "model=gemma-3-270m", "limit=2"], multirun=True).cells
-    assert [c.choices["model"] for c in one] == ["gemma-3-270m"] * 3
+    assert [c.choices["model"] for c in one] == ["gemma-3-270m"] * 6
     assert {c.task().limit for c in one} == {2} and all(c.task().run == "sweep-dsh" for c in one)
     joblib = compose_run(SHIPPED_CONFIGS, ["hydra/launcher=joblib", "surface=full,core"], multirun=True)
     assert joblib.cells == () and joblib.driver and "joblib" in joblib.driver.lower()
