@@ -9,7 +9,9 @@ The server only answers GET and HEAD; pages are built when asked for (a cell's l
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property, partial
@@ -139,6 +141,10 @@ def make_server(site: Site, port: int = 0, host: str = "127.0.0.1") -> Threading
 
 def serve(site: Site, port: int = 0, log: Callable[[str], None] = print) -> None:
     """Serve until Ctrl-C, then stop cleanly."""
+    if threading.current_thread() is threading.main_thread():
+        # Ctrl-C stops it even when started with SIGINT ignored (inherited from a parent that ignores it: a
+        # background job of a script, a test runner), where Python installs no KeyboardInterrupt handler
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     server = make_server(site, port)
     host, bound = server.server_address[:2]
     log(f"surfbench view: http://{host!s}:{bound}/  ({len(site.index.frame):,} episodes; Ctrl-C stops)")
