@@ -19,6 +19,7 @@ module: two cells, two runs or two threads on one server see the same slots.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -29,18 +30,6 @@ from surfbench.bench.models.types import ModelClient, ModelRequest, ModelTurn
 
 Prefix = Callable[[], str]
 """What an episode's first request starts with (system text and tools), computed on demand."""
-
-
-def _once(prefix: Prefix) -> Prefix:
-    """``prefix``, computed at most once."""
-    value: list[str] = []
-
-    def get() -> str:
-        if not value:
-            value.append(prefix())
-        return value[0]
-
-    return get
 
 
 class SlotPool:
@@ -104,7 +93,7 @@ def episode_slot(client: ModelClient, prefix: Prefix | None = None) -> Iterator[
     if not isinstance(pool, SlotPool) or pinned is None:
         yield client
         return
-    once = _once(prefix) if prefix is not None else None
+    once = functools.cache(prefix) if prefix is not None else None  # computed at most once, if ever
     slot = pool.take(once)
     if slot is None:
         yield client

@@ -114,8 +114,13 @@ def _hot_ops(view: Runs, k: int | None) -> set[str] | None:
     return catalog_facts(view.runs, view.infos, view.episodes, k).hot
 
 
+def claimed_suites(criteria: list[Criterion]) -> set[str | None]:
+    """The suites the criteria name: each is its criteria's evidence only (criterion_subsets)."""
+    return {c.suite for c in criteria if c.suite}
+
+
 def _in_scope(cell_suite: str, suite: str | None, claimed: set[str | None] | None) -> bool:
-    """Whether a cell of ``cell_suite`` is evidence for a criterion of ``suite`` (see criterion_subsets)."""
+    """Whether an episode or cell of ``cell_suite`` is evidence for a criterion of ``suite`` (see criterion_subsets)."""
     return cell_suite == suite if suite else cell_suite not in (claimed or set())
 
 
@@ -208,8 +213,8 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
     verdicts: list[Verdict] = []
     per_model: dict[tuple[str, str], str] = {}
     configs: list[str] = []
+    claimed = claimed_suites(spec["criteria"])
     for cand in candidates:
-        claimed = {c.suite for c in spec["criteria"] if c.suite}
         helps = {suite: _help_sizes(view, cand, suite, claimed) for suite in {c.suite for c in spec["criteria"]}}
         configs += [line for line in dict.fromkeys(u for _, used in helps.values() for u in used)]
         for model in sorted(set(frame[frame["surface"] == cand]["model"])):
@@ -245,11 +250,10 @@ def criterion_subsets(frame: pd.DataFrame, criteria: list[Criterion]) -> dict[An
     """
     tags = [set(json.loads(t) if isinstance(t, str) else t) for t in frame["tags"]]  # stored as JSON text
     suites = [str(s) for s in frame["suite"]]
-    claimed = {c.suite for c in criteria if c.suite}
+    claimed = claimed_suites(criteria)
 
     def judged(c: Criterion, task_tags: set[str], suite: str) -> bool:
-        in_suite = suite == c.suite if c.suite else suite not in claimed
-        return in_suite and (not c.tags or bool(task_tags & set(c.tags)))
+        return _in_scope(suite, c.suite, claimed) and (not c.tags or bool(task_tags & set(c.tags)))
 
     keep = {c.scope: [judged(c, t, s) for t, s in zip(tags, suites, strict=True)] for c in criteria}
     return {scope: frame[rows] for scope, rows in keep.items()}

