@@ -127,6 +127,10 @@ class LocalServer:
             "--host", "127.0.0.1", "--port", str(self.port),
             "--n_ctx", str(s.n_ctx), "--n_threads", str(s.n_threads), "--n_threads_batch", str(s.batch_threads),
             "--n_batch", str(s.n_batch), "--verbose", str(s.verbose),
+            # its server's default (logits_all=True) keeps the logits of every prompt token: an n_ctx x n_vocab
+            # float32 array (16,384 x 151,936 x 4 B = 10 GB for Qwen at 16k, resident as the context fills) and
+            # the output layer computed for every prompt token. Sampling needs the last token's only.
+            "--logits_all", "False",
         ]  # fmt: skip
         if s.chat_format:
             cmd += ["--chat_format", s.chat_format]

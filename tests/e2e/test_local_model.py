@@ -1,6 +1,8 @@
-"""A real tool-calling request to the real 0.5b model through the real llama.cpp server and LiteLLM."""
+"""A real tool-calling request to the real 0.5b model through each real llama.cpp server engine and LiteLLM."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -20,10 +22,12 @@ WEATHER = ToolSpec(
 )
 
 
-@pytest.fixture(scope="module")
-def server():
-    require_local_model()
-    with LocalServer(ServerSettings(model_path(DEFAULT_MODEL), "e2e-qwen", n_ctx=4096)) as srv:
+@pytest.fixture(scope="module", params=["llama-server", "llama-cpp-python"])
+def server(request: pytest.FixtureRequest):
+    """Each engine in turn: llama.cpp's own server (the default) and llama-cpp-python's (older reference runs)."""
+    require_local_model(engine=request.param)
+    settings = ServerSettings(model_path(DEFAULT_MODEL), "e2e-qwen", n_ctx=4096, engine=request.param)
+    with LocalServer(settings) as srv:
         yield srv
     assert not srv.alive()
 
@@ -70,3 +74,40 @@ def test_a_second_user_turn_after_an_empty_answer_is_accepted_by_the_real_templa
     )
     turn = client.complete(request)
     assert turn.usage.prompt_tokens
+
+
+def test_llama_server_reports_what_it_took_from_its_kv_cache(server: LocalServer):
+    """The second of two requests sharing their start is served partly from the slot's KV cache, and the
+    server's own counts (records v7: server_cache_n, server_prompt_n) add up to the prompt it read."""
+    if server.settings.engine != "llama-server":
+        pytest.skip("llama-cpp-python reports no cache counts")
+    client = LiteLLMClient("openai/e2e-qwen", api_base=server.api_base, api_key="sk-local", is_local=True)
+    system = {"role": "system", "content": "Answer with exactly one lowercase word. " * 30}
+    turns = [
+        client.complete(ModelRequest(messages=(system, {"role": "user", "content": ask}), max_tokens=8))
+        for ask in ("Name a colour.", "Name a fruit.")
+    ]
+    counts = [(t.usage.server_cache_n, t.usage.server_prompt_n, t.usage.prompt_tokens) for t in turns]
+    for cache_n, prompt_n, prompt in counts:
+        assert cache_n is not None and prompt_n is not None, counts
+        assert cache_n + prompt_n == prompt, counts
+    # the shared system text is not recomputed (the first may reuse the chat template's opening tokens)
+    assert counts[1][0] > counts[0][0] + 200, counts
+
+
+def test_llama_cpp_python_does_not_keep_every_prompt_tokens_logits():
+    """Its server's default (logits_all) keeps an n_ctx x n_vocab float32 array: 10 GB resident for Qwen at 16k
+    once the context fills, two such servers in one sweep exhausted 24 GB. surfbench starts it without."""
+    require_local_model(engine="llama-cpp-python")
+    settings = ServerSettings(model_path(DEFAULT_MODEL), "e2e-rss", n_ctx=8192, engine="llama-cpp-python")
+    long_text = " ".join(f"item{i}" for i in range(1000))  # ~4,500 tokens of prompt
+    with LocalServer(settings) as srv:
+        client = LiteLLMClient("openai/e2e-rss", api_base=srv.api_base, api_key="sk-local", is_local=True)
+        turn = client.complete(
+            ModelRequest(messages=({"role": "user", "content": long_text + "\nSay ok."},), max_tokens=4)
+        )
+        assert turn.usage.prompt_tokens > 3000
+        status = Path(f"/proc/{srv.pid}/status").read_text(encoding="ascii")
+        rss_kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+    # with logits_all the prompt alone touches 3,000 x 151,936 x 4 B = 1.8 GB of logits, and more with its length
+    assert rss_kb < 1_500_000, f"server resident {rss_kb / 1e6:.1f} GB after a {turn.usage.prompt_tokens}-token prompt"

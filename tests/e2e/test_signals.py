@@ -19,6 +19,7 @@ MODEL = "qwen2.5-coder-0.5b-instruct"  # the default model: the one `make test` 
 
 
 def servers_of(parent: int) -> list[int]:
+    """The model servers (either engine) whose parent is ``parent``."""
     out = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -28,7 +29,7 @@ def servers_of(parent: int) -> list[int]:
             ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             continue
-        if b"llama_cpp.server" in cmd and ppid == parent:
+        if ppid == parent and (b"llama_cpp.server" in cmd or (cmd and cmd[0].endswith(b"/llama-server"))):
             out.append(int(proc.name))
     return out
 
