@@ -102,8 +102,8 @@ def server_flags(setting: Any, threads: int) -> str:
     return f"python -m llama_cpp.server --n_threads {t} --n_threads_batch {tb}"
 
 
-def measure(setting: Any, cells: list[tuple[str, Any]], tmp: Path) -> tuple[dict[str, Any], Any, Any]:
-    """Run the setting's cells on a fresh server; its row, and its episodes and calls tables."""
+def measure(setting: Any, cells: list[tuple[str, Any]], tmp: Path) -> tuple[dict[str, Any], list[tuple[str, Any, Any]]]:
+    """Run the setting's cells on a fresh server; its row, and per cell (workload, episodes, calls)."""
     from surfbench.bench.cli.sweep import COMMIT_INTERVAL_S
     from surfbench.bench.models import ModelPool
     from surfbench.bench.run.runner import run_cell
@@ -111,6 +111,7 @@ def measure(setting: Any, cells: list[tuple[str, Any]], tmp: Path) -> tuple[dict
 
     cfg = cells[0][1].model_cfg
     roots: list[Path] = []
+    workloads: list[str] = []
     by_workload: dict[str, dict[str, float]] = {}
     with ModelPool(None) as pool:  # no response cache: every request reaches the server
         pool.client(cfg)
@@ -138,6 +139,7 @@ def measure(setting: Any, cells: list[tuple[str, Any]], tmp: Path) -> tuple[dict
             entry["episodes"] += len(cell.tasks) * cell.spec.repeats
             entry["wall_s"] = round(entry["wall_s"] + time.perf_counter() - t0, 2)
             roots.append(root)
+            workloads.append(workload)
         wall = time.perf_counter() - begin
     episodes, calls, steps = (load_runs(roots, t) for t in ("episodes", "calls", "steps"))
     cache_n = int(steps["server_cache_n"].fillna(0).sum()) if "server_cache_n" in steps else 0
@@ -153,7 +155,9 @@ def measure(setting: Any, cells: list[tuple[str, Any]], tmp: Path) -> tuple[dict
         "cached_share": round(cache_n / (cache_n + prompt_n), 3) if cache_n + prompt_n else None,
         "slots_used": sorted(int(s) for s in steps["slot"].dropna().unique()) if "slot" in steps else [],
     }  # fmt: skip
-    return row, episodes, calls
+    # each cell's own folder: two workloads may run the same episode (same cell identity, same key)
+    parts = [(w, load_runs([r], "episodes"), load_runs([r], "calls")) for w, r in zip(workloads, roots, strict=True)]
+    return row, parts
 
 
 def write_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -190,10 +194,10 @@ def main() -> int:
         DEFAULT_SETTINGS,
         best_setting,
         differences,
-        episode_outcomes,
         markdown_rows,
         parse_settings,
         speedups,
+        workload_outcomes,
     )
 
     try:
@@ -241,8 +245,8 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="surfbench-batching-") as tmp:
             for setting, cells in plan:
                 print(f"{setting.name}: running {per_setting} episodes", file=sys.stderr, flush=True)
-                row, episodes, calls = measure(setting, cells, Path(tmp) / setting.name.replace(":", "_"))
-                outcomes[setting.name] = episode_outcomes(episodes, calls)
+                row, parts = measure(setting, cells, Path(tmp) / setting.name.replace(":", "_"))
+                outcomes[setting.name] = workload_outcomes(parts)
                 row["differing"] = differences(outcomes[settings[0].name], outcomes[setting.name])
                 one = "llama-server:1"
                 if setting.engine == "llama-server" and setting.slots > 1 and one in outcomes:

@@ -166,6 +166,22 @@ def episode_outcomes(episodes: Any, calls: Any) -> dict[str, Outcome]:
     return out
 
 
+def workload_outcomes(parts: Sequence[tuple[str, Any, Any]]) -> dict[str, Outcome]:
+    """Outcomes of a setting run as several workloads, each ``(workload, episodes, calls)`` of its own run folder.
+
+    Keys are ``workload:suite/surface/task/repeat``: two workloads may run the same episode (the front door's
+    ``preselect`` cell and forge dev ``preselect`` share six tasks, and their cells share an identity, so even
+    their episode keys are equal); each is compared with its own counterpart, never merged.
+    """
+    out: dict[str, Outcome] = {}
+    for workload, episodes, calls in parts:
+        for key, outcome in episode_outcomes(episodes, calls).items():
+            if f"{workload}:{key}" in out:
+                raise ValueError(f"episode {key} appears twice in workload {workload}")
+            out[f"{workload}:{key}"] = outcome
+    return out
+
+
 def differences(reference: Mapping[str, Outcome], other: Mapping[str, Outcome]) -> list[str]:
     """One line per episode whose outcome differs (or that only one side has), in key order; [] when identical."""
     lines = []

@@ -26,6 +26,7 @@ from surfbench.bench.analysis.batching import (
     parse_setting,
     parse_settings,
     speedups,
+    workload_outcomes,
 )
 from surfbench.bench.models import providers
 from tests.bench.test_upstream_server import install_fake_binary
@@ -131,6 +132,17 @@ def test_an_episode_twice_in_one_setting_is_an_error():
     episodes, calls = tables(REFERENCE)
     with pytest.raises(ValueError, match="appears twice"):
         episode_outcomes(pd.concat([episodes, episodes.iloc[:1].assign(episode_key="other")]), calls)
+
+
+def test_two_workloads_that_run_the_same_episode_are_compared_each_with_its_own():
+    """The front door's preselect cell and forge dev preselect share tasks and cell identity (the same episode
+    keys); merged, the first real run stopped with 'appears twice' after its first setting."""
+    front, dev = tables(REFERENCE), tables({**REFERENCE, "hot-pull-list": (True, [])})
+    ref = workload_outcomes([("front", *front), ("preselect", *dev)])
+    assert len(ref) == 6 and ref["front:forge/core/hot-pull-list/0"].success is False
+    assert ref["preselect:forge/core/hot-pull-list/0"].success is True
+    other = workload_outcomes([("front", *dev), ("preselect", *dev)])
+    assert differences(ref, other) == ["front:forge/core/hot-pull-list/0: success False vs True"]
 
 
 def row(name: str, engine: str, slots: int, rate: float, differing: list[str] | None = None) -> dict[str, object]:
