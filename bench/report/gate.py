@@ -288,13 +288,22 @@ def _ratio_verdict(
     if not (mine if metric.higher_is_better else base):  # a measured 0 below: equal when both are 0, else worse
         top = base if metric.higher_is_better else mine
         ratio = 1.0 if not top else math.inf
-        outcome = "pass" if ratio <= c.value else "fail"
-        observed = f"{metric.label} {mine:,.1f} vs {base:,.1f} = {ratio:.2f}x"
-        return Verdict(cand, model, c.label, c.value, observed, outcome, c.on_fail)
-    ratio = metric.worse_ratio(mine, base)
+    else:
+        ratio = metric.worse_ratio(mine, base)
     outcome = "pass" if ratio <= c.value else "fail"
-    observed = f"{metric.label} {mine:,.1f} vs {base:,.1f} = {ratio:.2f}x"
-    return Verdict(cand, model, c.label, c.value, observed, outcome, c.on_fail)
+    return Verdict(cand, model, c.label, c.value, _ratio_text(metric, mine, base, ratio), outcome, c.on_fail)
+
+
+def _ratio_text(metric: Metric, mine: float, base: float, ratio: float) -> str:
+    """``candidate vs baseline = ratio``, as the gate table shows it.
+
+    For a higher-is-better metric the ratio is the baseline's over the candidate's, and the text says so
+    (``50% vs 80% = 1.59x`` would read as the candidate's share of the baseline).
+    """
+    if metric.higher_is_better:
+        shown = (metric.format(mine), metric.format(base)) if metric.kind == "pct" else (f"{mine:,.2f}", f"{base:,.2f}")
+        return f"{metric.label} {shown[0]} vs {shown[1]}: baseline over candidate {ratio:.2f}x"
+    return f"{metric.label} {mine:,.1f} vs {base:,.1f} = {ratio:.2f}x"
 
 
 def _limit_verdict(c: Criterion, cand: str, model: str, metric: Metric, helps: dict[str, int]) -> Verdict:
