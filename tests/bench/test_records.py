@@ -192,7 +192,8 @@ def test_flipping_a_ratio_metrics_direction_in_the_registry_flips_the_gate(monke
     assert before.outcome == "pass" and "= 0.50x" in before.observed
     _flip(monkeypatch, "prompt_tokens_per_step")  # fewer tokens is now worse: base / mine = 2x
     after = _verdict(crit, "dispatcher", "m", base, mine, None, {})
-    assert after.outcome == "fail" and "= 2.00x" in after.observed
+    # the text says which way the ratio goes: the baseline's value over the candidate's
+    assert after.outcome == "fail" and after.observed.endswith("500.00 vs 1,000.00: baseline over candidate 2.00x")
 
 
 def test_flipping_help_size_direction_in_the_registry_flips_the_gate(monkeypatch: pytest.MonkeyPatch):
