@@ -60,6 +60,11 @@ def model_config(name: str, data: dict[str, Any] | None = None) -> ModelConfig:
             f"{origin('tokenizer', 'gguf')}: a model's own vocabulary is known for local models only; "
             f"use one of {', '.join(t for t in TOKENIZERS if t != 'gguf')}"
         )
+    if cfg.repeat_penalty is not None and cfg.provider != "local":
+        raise ConfigError(
+            f"{origin('repeat_penalty', cfg.repeat_penalty)}: llama.cpp's sampling field, for local models only "
+            "(hosted APIs refuse it; they have presence_penalty and frequency_penalty instead)"
+        )
     if cfg.n_parallel > 1 and (cfg.provider != "local" or cfg.n_parallel > cfg.threads):
         raise ConfigError(
             f"{where}: n_parallel={cfg.n_parallel}: local models only, at most threads={cfg.threads} "

@@ -184,6 +184,8 @@ class LiteLLMClient:
         payload["max_tokens"] = req.max_tokens
         if req.seed is not None:
             payload["seed"] = req.seed
+        if req.repeat_penalty is not None:  # llama.cpp's field; absent, the key and body are as before
+            payload["repeat_penalty"] = req.repeat_penalty
         if tools:
             payload["tools"] = tools
         return payload
@@ -291,8 +293,11 @@ class LiteLLMClient:
 
     def _call_once(self, litellm: Any, payload: dict[str, Any], key: str, slot: int | None = None) -> ModelTurn:
         kwargs = dict(payload)
+        extra = {"repeat_penalty": kwargs.pop("repeat_penalty")} if "repeat_penalty" in kwargs else {}
         if slot is not None:  # llama-server's own body field; LiteLLM passes extra_body through as is
-            kwargs["extra_body"] = {"id_slot": slot}
+            extra["id_slot"] = slot
+        if extra:
+            kwargs["extra_body"] = extra
         base = self.ring.take() if self.ring is not None else self.api_base
         if base:
             kwargs["api_base"] = base

@@ -19,7 +19,7 @@ MODEL_KEYS = {
     "name", "provider", "embedded", "model", "api_base", "api_key_env", "params_b", "n_ctx", "threads",
     "chat_format", "mode", "prompt_format", "tokenizer", "temperature", "max_tokens", "seed", "description",
     "script_suite", "script_delay_s", "concurrency", "rpm", "tpm", "cache_control", "limits", "n_parallel",
-    "cache_profiles", "server", "slots",
+    "cache_profiles", "server", "slots", "repeat_penalty",
 }  # fmt: skip
 
 
@@ -62,6 +62,9 @@ class ModelConfig:
     max_tokens: int = ranged(512, 1, MAX_TOKENS_MAX)
     """Below the context window too (the answer must fit beside the prompt): checked in model_config."""
     seed: int | None = ranged(0, 0, SEED_MAX, null="no seed")
+    repeat_penalty: float | None = ranged(None, 0, 10, null="the engine's own default")
+    """For ``local``: llama.cpp's repeat penalty, sent with every request; None sends nothing, so each engine
+    uses its own default (llama-cpp-python's server 1.1, llama-server 1.0: docs/models.md)."""
     description: str = ""
     script_suite: str | None = None
     """For ``provider: scripted`` (tests only): the suite whose reference calls it replays."""

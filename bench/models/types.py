@@ -53,6 +53,8 @@ class ModelRequest:
     temperature: float = 0.0
     max_tokens: int = 512
     seed: int | None = 0
+    repeat_penalty: float | None = None
+    """llama.cpp's repeat penalty (local servers); None: not sent, the engine's default applies."""
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,7 @@ class Cell:
             temperature=m.temperature,
             max_tokens=m.max_tokens,
             seed=m.seed,
+            repeat_penalty=m.repeat_penalty,
             stop_on_repeat=self.spec.stop_on_repeat,
         )
         self.backend_options = self.suite.backend_settings(self.spec.backend_options)

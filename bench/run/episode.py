@@ -61,6 +61,7 @@ class LoopSettings:
     temperature: float = 0.0
     max_tokens: int = 512
     seed: int | None = 0
+    repeat_penalty: float | None = None
     stop_on_repeat: int | None = None
     """End the episode at the K-th consecutive identical repeat of a failing step (bench.score.stuck); None: never."""
 
@@ -132,6 +133,7 @@ def run_episode(
                     temperature=settings.temperature,
                     max_tokens=settings.max_tokens,
                     seed=settings.seed,
+                    repeat_penalty=settings.repeat_penalty,
                 )
                 sent_at = time.time()  # the cache model's clock (bench.analysis.cache_model: entries expire)
                 turn = client.complete(request)

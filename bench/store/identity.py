@@ -90,6 +90,8 @@ def model_identity(cfg: Any, mode: str) -> dict[str, Any]:
     out["mode"] = mode
     if getattr(cfg, "cache_control", None):  # a prompt-cache breakpoint changes the request; absent, old ids hold
         out["cache_control"] = cfg.cache_control
+    if getattr(cfg, "repeat_penalty", None) is not None:  # sent with every request; absent, old ids hold
+        out["repeat_penalty"] = cfg.repeat_penalty
     if getattr(cfg, "server", "llama-cpp-python") != "llama-cpp-python":  # another engine; absent, old ids hold
         out["server"] = cfg.server
     if cfg.provider == "local" and cfg.embedded:
