@@ -61,6 +61,8 @@ class RunSpec:
     """Task ids to run (empty or None: every task of the split)."""
     limit: int | None = None
     """The first N tasks."""
+    tags: Sequence[str] | None = None
+    """Only the tasks carrying every one of these tags (``["hot"]``; empty or None: no filter)."""
     repeats: int | None = None
     """Episodes per task."""
     mode: str | None = None
@@ -81,7 +83,7 @@ class RunSpec:
     """Folders of configs searched before the shipped ones, for this run (as ``SURFBENCH_CONFIGS``)."""
 
     def __post_init__(self) -> None:  # a string is one value (or "a,b"), never a sequence of letters
-        for name in ("surfaces", "models", "tasks"):
+        for name in ("surfaces", "models", "tasks", "tags"):
             value = getattr(self, name)
             if isinstance(value, str):
                 value = [n.strip() for n in value.split(",") if n.strip()]
@@ -99,7 +101,8 @@ class RunSpec:
                 out.append(f"{key}={','.join(_name(key, n) for n in names)}")
         settings: list[tuple[str, Any]] = [
             ("split", self.split), ("tasks", None if self.tasks is None else list(self.tasks)), ("limit", self.limit),
-            ("repeats", self.repeats), ("mode", self.mode), ("max_steps", self.max_steps),
+            ("tags", None if self.tags is None else list(self.tags)), ("repeats", self.repeats), ("mode", self.mode),
+            ("max_steps", self.max_steps),
             ("concurrency", self.concurrency), ("no_cache", self.no_cache), ("run", self.run),
             ("results_dir", None if self.results_dir is None else os.fspath(self.results_dir)),
         ]  # fmt: skip

@@ -116,6 +116,7 @@ def prepare_job(cfg: Any, choices: dict[str, str], multirun: bool, sequential: b
         model=choices["model"],
         split=settings.split,
         tasks=settings.tasks,
+        tags=settings.tags,
         limit=settings.limit,
         repeats=settings.repeats,
         mode=settings.mode,
@@ -149,7 +150,7 @@ def prepare_job(cfg: Any, choices: dict[str, str], multirun: bool, sequential: b
         {
             **environment_info(),
             "catalog_hashes": {spec.suite: cell.suite.catalog.content_hash},
-            "cells": [{**vars(spec), "tasks": list(spec.tasks), **cell.provenance()}],
+            "cells": [{**vars(spec), "tasks": list(spec.tasks), "tags": list(spec.tags), **cell.provenance()}],
         }
     )
     print(

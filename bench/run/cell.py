@@ -51,6 +51,8 @@ class CellSpec:
     split: str | None = "dev"
     tasks: tuple[str, ...] = ()
     limit: int | None = None
+    tags: tuple[str, ...] = ()
+    """Only the tasks carrying every one of these tags (applied before ``limit``); (): no filter."""
     repeats: int = 1
     mode: str | None = None
     """Calling mode override (``native`` / ``prompted``); default: the model config's."""

@@ -41,6 +41,8 @@ class RunSettings:
     no_cache: bool
     progress: str
     run: str | None
+    tags: tuple[str, ...] = ()
+    """Only the tasks carrying every one of these tags (``tags=hot``, ``tags=[hot,single]``); (): no filter."""
     concurrency: int | None = None
     """Episodes of a cell in flight at once; None: the model config's ``concurrency``."""
     until_decided: str | None = None
@@ -122,19 +124,20 @@ def _flag(cfg: Any, key: str) -> bool:
     raise ConfigError(f"{key}={shown(value)}: must be true or false")
 
 
-def _tasks(cfg: Any) -> tuple[str, ...]:
+def _names(cfg: Any, key: str, what: str, example: str) -> tuple[str, ...]:
+    """``tasks`` / ``tags``: one name or a list of them (``tasks=read-note`` is one id, not its letters)."""
     from omegaconf import OmegaConf
 
-    value = cfg.get("tasks")
+    value = cfg.get(key)
     if OmegaConf.is_config(value):
         value = OmegaConf.to_container(value, resolve=True)
     if value is None:
         return ()
     if isinstance(value, str | int) and not isinstance(value, bool):
-        return (str(value),)  # `tasks=read-note`: one task id, not its letters
+        return (str(value),)
     if isinstance(value, list) and all(isinstance(t, str | int) and not isinstance(t, bool) for t in value):
         return tuple(str(t) for t in value)
-    raise ConfigError(f"tasks={shown(value)}: must be a task id or a list of them, e.g. tasks=[read-note,remind-sms]")
+    raise ConfigError(f"{key}={shown(value)}: must be a {what} or a list of them, e.g. {key}={example}")
 
 
 def run_settings(cfg: Any) -> RunSettings:
@@ -152,7 +155,8 @@ def run_settings(cfg: Any) -> RunSettings:
         raise ConfigError(f"run={shown(run)}: must be a run name, or null (derived from the cell)")
     return RunSettings(
         split=str(split),
-        tasks=_tasks(cfg),
+        tasks=_names(cfg, "tasks", "task id", "[read-note,remind-sms]"),
+        tags=_names(cfg, "tags", "task tag", "[hot,single]"),
         limit=_whole(cfg, "limit", None, 1, True, "every task"),
         repeats=_count(cfg, "repeats", 1, 1),
         mode=_choice(cfg, "mode", None, MODES, nullable=True),

@@ -64,13 +64,16 @@ def resolve_cell(
             f"{surface_cfg.kind!r}: {exc}"
         ) from None
     model_cfg = model_config(spec.model, model_data)
-    tasks = suite.select(spec.split, list(spec.tasks) or None, spec.limit)
+    tasks = suite.select(spec.split, list(spec.tasks) or None, spec.limit, spec.tags)
     if not tasks:  # nothing to run: refuse before a run folder is made, not crash on an empty table later
         splits = sorted({t.split for t in suite.tasks})
+        tagged = f" tags={list(spec.tags)}" if spec.tags else ""
+        known = sorted({tag for t in suite.select(spec.split) for tag in t.tags})
+        tip = f"; the tags of split {spec.split} are {', '.join(known) or 'none'}" if spec.tags else ""
         raise ConfigError(
             f"suite {suite.name!r} ({suite.folder}): no task selected by split={spec.split} "
-            f"tasks={list(spec.tasks) or 'all'} limit={spec.limit}; its {len(suite.tasks)} task(s) are in "
-            f"split(s) {', '.join(splits) or 'none'} (split=all runs every one)"
+            f"tasks={list(spec.tasks) or 'all'}{tagged} limit={spec.limit}; its {len(suite.tasks)} task(s) are in "
+            f"split(s) {', '.join(splits) or 'none'} (split=all runs every one){tip}"
         )
     mode = spec.mode or model_cfg.mode
     if mode not in ("native", "prompted"):

@@ -85,7 +85,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
@@ -387,9 +387,19 @@ class Suite:
         backend.reset(task.scenario)
         return backend
 
-    def select(self, split: str | None = None, ids: list[str] | None = None, limit: int | None = None) -> list[Task]:
-        """The tasks of a split (None or ``all``: every one), or those ids, the first ``limit`` of them."""
+    def select(
+        self,
+        split: str | None = None,
+        ids: list[str] | None = None,
+        limit: int | None = None,
+        tags: Sequence[str] = (),
+    ) -> list[Task]:
+        """The tasks of a split (None or ``all``: every one), or those ids, carrying every one of ``tags``.
+
+        The first ``limit`` of them.
+        """
         tasks = [t for t in self.tasks if split in (None, "all") or t.split == split]
+        tasks = [t for t in tasks if set(tags) <= set(t.tags)]
         if ids:
             known = {t.id for t in self.tasks}
             unknown = [i for i in ids if i not in known]
