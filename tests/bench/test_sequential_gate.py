@@ -166,3 +166,46 @@ def test_a_run_until_decided_needs_every_compared_surface(configs: Path, tmp_pat
     )  # fmt: skip
     assert proc.returncode == 2
     assert "missing: dispatcher" in proc.stderr and not (tmp_path / "x").exists()
+
+
+def test_each_cell_of_a_run_until_decided_has_its_own_model_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Alternating batches on one single-slot server would evict the baseline's tool block every batch (260 s to
+    recompute at 1.5B): each cell gets a pool of its own, sharing one response cache, and every pool is closed."""
+    import surfbench as api
+    from surfbench.bench import models
+
+    made: list[models.ModelPool] = []
+    closed: list[models.ModelPool] = []
+    used: dict[int, list[str]] = {}  # the model clients each pool had made, when it was closed
+
+    class Recording(models.ModelPool):
+        def __init__(self, cache):
+            super().__init__(cache)
+            made.append(self)
+
+        def close(self) -> None:
+            closed.append(self)
+            used.setdefault(id(self), list(self.clients))
+            super().close()
+
+    monkeypatch.setattr(models, "ModelPool", Recording)
+    gate = tmp_path / "tokens.yaml"
+    gate.write_text(TOKENS)
+    done = api.run(
+        api.RunSpec(
+            suite="forge",
+            surfaces=["full", "dispatcher"],
+            models=["oracle"],
+            split="all",
+            limit=20,
+            results_dir=tmp_path,
+            run="own",
+            overrides=[f"until_decided={gate}", "batch=10"],
+        )  # fmt: skip
+    )
+    assert [c.surface for c in done.cells] == ["full", "dispatcher"] and done.new_episodes > 0
+    shared, *cells = made  # the process's pool (bench.cli.session.model_pool), then one per cell
+    assert len(cells) == 2 and cells[0] is not cells[1], "one pool per cell"
+    assert shared.cache is cells[0].cache is cells[1].cache, "one response cache for the run"
+    assert [used[id(p)] for p in cells] == [["oracle"], ["oracle"]], "each cell's model client is its pool's own"
+    assert all(any(c is p for c in closed) for p in made), "every pool (and so every server) is closed"
