@@ -68,7 +68,8 @@ def _recorded(raw: Any) -> list[Segment] | None:
     return [Segment(str(part), str(dig), float(tokens)) for part, dig, tokens in items]
 
 
-def _messages(text: str | None) -> list[dict[str, Any]] | None:
+def transcript_messages(text: str | None) -> list[dict[str, Any]] | None:
+    """The chat messages of an episode's transcript (its ``message`` lines, in order); None without a transcript."""
     if text is None:
         return None
     out = []
@@ -99,7 +100,8 @@ def _rebuilt(messages: list[dict[str, Any]], steps: Sequence[Mapping[str, Any]])
     return out
 
 
-def _folders(view: Runs) -> dict[str, Path]:
+def run_folders(view: Runs) -> dict[str, Path]:
+    """A run's name (its folder's name, and the path as given) -> its folder, for every run of ``view``."""
     out: dict[str, Path] = {}
     for run in view.runs:
         out[Path(run).name] = Path(run)
@@ -107,7 +109,7 @@ def _folders(view: Runs) -> dict[str, Path]:
     return out
 
 
-class _Transcripts:
+class Transcripts:
     """The runs' transcripts, each folder's read once (a packed folder is one zip: opening it per episode is slow)."""
 
     def __init__(self, folders: Mapping[str, Path]) -> None:
@@ -143,7 +145,7 @@ def run_requests(view: Runs, episodes: pd.DataFrame | None = None) -> dict[tuple
     if len(steps):
         for row in steps.to_dict("records"):
             by_episode.setdefault(str(row["episode_key"]), []).append(row)
-    transcripts = _Transcripts(_folders(view))
+    transcripts = Transcripts(run_folders(view))
     cells: dict[tuple[str, ...], CellRequests] = {}
     clock: dict[tuple[str, ...], float] = {}
     for ep in episodes.to_dict("records"):
@@ -162,7 +164,7 @@ def run_requests(view: Runs, episodes: pd.DataFrame | None = None) -> dict[tuple
         segments = [s for s in stored if s is not None]
         if len(segments) < len(rows):  # LEGACY: recorded before records v4, rebuilt from the transcript
             text = transcripts.get(str(ep.get("run")), str(ep["episode_key"]))
-            messages = _messages(text)
+            messages = transcript_messages(text)
             rebuilt = _rebuilt(messages, rows) if messages is not None else None
             if rebuilt is None:
                 cell.missing += 1

@@ -7,11 +7,13 @@ Two checks:
 - :func:`compare_tokens`: from the exact token ids of each prompt (and, where known, of what was generated for it),
   in the order sent. This is exact: :func:`surfbench.bench.analysis.cache_model.slot_cache_counts` must equal
   ``cache_n`` on every request, and ``cache_n + prompt_n`` must be the prompt's length (else the ids are not the
-  ones the server tokenized).
+  ones the server tokenized). :mod:`surfbench.bench.analysis.slot_tokens` rebuilds those ids from a recorded run
+  of a local model (the GGUF's chat template and vocabulary): exact on every request of the recorded fixture.
 - :func:`compare_requests`: the ``local`` profile on a run's recorded requests (segments, not token ids) against
   the counts recorded per step. A step that extends the previous request reuses that request's reported length;
   the server may reuse more (the tokens it generated for the previous request, as far as the re-rendered answer
-  repeats them), which segments cannot see: the differences say how much.
+  repeats them; the chat template's tokens past the last shared segment, such as the next message's role header),
+  which segments cannot see: the differences say how much.
 
 Both assume what the profile assumes: ``--parallel 1`` (or one slot per ``id_slot``), no ``--cache-reuse``, no
 RAM prompt cache that restores older prompts (``--cache-ram 0``), a model whose KV cache can be cut anywhere.
@@ -91,8 +93,9 @@ def server_counts(record: Mapping[str, Any], where: str = "record") -> tuple[int
 def compare_tokens(records: Sequence[Mapping[str, Any]]) -> SlotComparison:
     """Replay llama-server requests from their token ids; each slot on its own.
 
-    Each record, in the order sent: ``prompt_ids`` (the prompt's token ids), optionally ``generated_ids`` and
-    ``id_slot``, and the server's ``timings``.
+    Each record, in the order sent: ``prompt_ids`` (the prompt's token ids), optionally ``generated_ids``,
+    ``id_slot`` and ``where`` (what to call it), and the server's ``timings``.
+    :mod:`surfbench.bench.analysis.slot_tokens` rebuilds them from a recorded run.
     """
     slots: dict[int, list[int]] = {}
     for i, rec in enumerate(records):
@@ -108,9 +111,8 @@ def compare_tokens(records: Sequence[Mapping[str, Any]]) -> SlotComparison:
         cache, prompt = server_counts(rec, f"request {i}")
         length = len(rec["prompt_ids"])
         note = "" if cache + prompt == length else f"cache_n + prompt_n = {cache + prompt}, prompt has {length} ids"
-        steps.append(
-            SlotStep(i, f"request {i} (slot {int(rec.get('id_slot') or 0)})", predicted[i], cache, prompt, note)
-        )
+        where = f"{rec.get('where') or f'request {i}'} (slot {int(rec.get('id_slot') or 0)})"
+        steps.append(SlotStep(i, where, predicted[i], cache, prompt, note))
     return SlotComparison(steps)
 
 
