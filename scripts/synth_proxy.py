@@ -69,8 +69,8 @@ def order(rows: dict[str, dict[str, Any]], key: str) -> list[str]:
 def compare(twins: list[Twin], hand_run: Path, twin_run: Path, surfaces: list[str], model: str) -> str:
     paired = [t for t in twins if t.twin]
     hand_ids, twin_ids = {t.task for t in paired}, {str(t.twin) for t in paired}
-    hand = surfbench.load(hand_run, suites=False).episodes
-    synth = surfbench.load(twin_run, suites=False).episodes
+    hand = surfbench.load(hand_run).episodes
+    synth = surfbench.load(twin_run).episodes
     left = {s: summary(hand, s, model, hand_ids) for s in surfaces}
     right = {s: summary(synth, s, model, twin_ids) for s in surfaces}
     lines = [
