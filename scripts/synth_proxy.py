@@ -25,8 +25,6 @@ from surfbench.bench.analysis.metrics import summarize_cell, wilson
 from surfbench.bench.suites.suite import load_suite
 from surfbench.bench.suites.synth_twins import Twin, draw_twins
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

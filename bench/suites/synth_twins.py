@@ -7,7 +7,7 @@ same operation and has as many calls stands in (``match: first``); where none do
 task has no twin and is listed as such. Twins are drawn with a seeded random choice and never reused, so the
 twin set is a sample of the synthesized tasks with the hand-written split's mix of operations, and running the
 same surfaces on both sets compares the two kinds of task on the same operations
-(``scripts/synth_proxy.py``, docs/results/synth-proxy.md).
+(``scripts/synth_proxy.py``, docs/results/synth.md).
 """
 
 from __future__ import annotations
