@@ -59,7 +59,7 @@ class ServerSettings:
     n_batch: int = 512
     verbose: bool = False
     """llama.cpp's own per-request timings and prefix-cache notes in the server log (benchmarks)."""
-    engine: str = "llama-cpp-python"
+    engine: str = "llama-server"
     """``llama-server`` (llama.cpp's own server) or ``llama-cpp-python`` (:data:`ENGINES`)."""
     slots: int = 1
     """``llama-server`` only: sequences decoded together (``--parallel``), each with ``n_ctx`` of context."""
@@ -119,6 +119,9 @@ class LocalServer:
                 "--ctx-size", str(s.n_ctx * s.slots), "--parallel", str(s.slots), "--kv-unified",
                 "--threads", str(s.n_threads), "--threads-batch", str(s.batch_threads), "--poll", str(s.poll),
                 "--batch-size", str(s.n_batch), "--no-webui", "--no-warmup",
+                # flash attention (its `auto` turns it on here) made generation slower on 2 CPU cores:
+                # 16 tokens/s against 23 off at 0.5B (docs/models.md); episodes are mostly generation
+                "--flash-attn", "off",
                 "--cache-ram", "0",  # the KV cache of each slot only: what a request reuses is its slot's prefix
             ]  # fmt: skip
         cmd = [

@@ -77,9 +77,10 @@ class ModelConfig:
     """Tokens per minute (prompt estimate + max_tokens) this endpoint allows; None: no budget."""
     cache_control: str | None = one_of(None, ("tools",), null="no breakpoint")
     """``tools``: an Anthropic prompt-cache breakpoint after the tool block (native mode); None: none."""
-    server: str = one_of("llama-cpp-python", ("llama-cpp-python", "llama-server"))
-    """For ``local``: the engine, ``llama-server`` (llama.cpp's own: slots, per-request cache counts) or
-    ``llama-cpp-python`` (one request at a time); docs/models.md."""
+    server: str = one_of("llama-server", ("llama-cpp-python", "llama-server"))
+    """For ``local``: the engine, ``llama-server`` (the default: llama.cpp's own, slots, per-request cache
+    counts) or ``llama-cpp-python`` (one request at a time, the engine of runs before 2026-12-03);
+    docs/models.md."""
     slots: int = ranged(1, 1, 64)
     """For ``local`` on ``llama-server``: sequences decoded together in one process (``--parallel``); pair it
     with ``concurrency`` (episodes in flight)."""

@@ -231,7 +231,8 @@ def test_model_configs_name_the_engine_and_refuse_an_unknown_one():
         model_config("m", {**LOCAL, "server": "vllm"})
 
 
-def test_the_engine_is_part_of_a_cells_identity_and_the_default_keeps_old_ids():
+def test_the_engine_is_part_of_a_cells_identity_and_older_llama_cpp_python_runs_keep_their_ids():
+    """llama-server is the default now; a cell on it never takes the id of an older llama-cpp-python cell."""
     default = model_identity(model_config("m", LOCAL), "prompted")
-    upstream = model_identity(model_config("m", {**LOCAL, "server": "llama-server"}), "prompted")
-    assert "server" not in default and upstream["server"] == "llama-server"
+    older = model_identity(model_config("m", {**LOCAL, "server": "llama-cpp-python"}), "prompted")
+    assert default["server"] == "llama-server" and "server" not in older
