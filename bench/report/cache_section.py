@@ -45,10 +45,21 @@ def _share(cell: CacheCell | None) -> str:
     return "-" if cell is None else fmt(cell.cached_share, "pct")
 
 
+MEASURED_HEAD = "cached (measured)"
+"""The caching table's column of what the endpoint itself reported (llama-server's cache_n, a provider's cached
+tokens), beside the modelled shares; shown when any cell has it."""
+
+
 def caching_table(rows: Sequence[Any]) -> tuple[list[str], list[list[str]]]:
-    """Per cell: steps replayed, raw prompt tokens per step, and each profile's cached share and written tokens."""
+    """Per cell: steps replayed, raw prompt tokens per step, and each profile's cached share and written tokens.
+
+    With the share the endpoint itself reported (``cached_share``) when any cell has one.
+    """
     head = ["suite", "model", "mode", "surface", "steps", METRICS["prompt_tokens_per_step"].label]
     head += [f"cached ({p})" for p in PROFILE_NAMES] + [f"written/step ({p})" for p in ("anthropic",)]
+    measured = any(r.cache and getattr(r.summary, "cached_share", None) is not None for r in rows)
+    if measured:
+        head.append(MEASURED_HEAD)
     out = []
     for r in rows:
         cache: Mapping[str, CacheCell] = r.cache
@@ -61,6 +72,7 @@ def caching_table(rows: Sequence[Any]) -> tuple[list[str], list[list[str]]]:
             [*_keys(r), str(first.steps), fmt(r.summary.prompt_tokens_per_step)]
             + [_share(cache.get(p)) for p in PROFILE_NAMES]
             + [per_step]
+            + ([fmt(r.summary.cached_share, "pct") if r.summary.cached_share is not None else "-"] if measured else [])
         )
     return head, out
 
@@ -148,6 +160,11 @@ def cache_sections(rows: Sequence[Any], cache: Mapping[tuple[str, ...], CellCach
         "Modelled from the requests each cell sent, in order (bench/analysis/cache_model.py; docs/metrics.md): "
         f"{profiles}. Each cell starts cold; overrides come from the model config's `cache_profiles`."
     )
+    if MEASURED_HEAD in head:
+        text += (
+            f" `{MEASURED_HEAD}`: what the endpoint itself reported (llama-server's per-request `cache_n`, a "
+            "provider's cached tokens); with one slot the `local` profile should equal it."
+        )
     sections = [Section("Prompt caching per provider profile (modelled)", "\n\n".join([text, *notes]), (head, body))]
     b_head, b_body = breaks_table(rows)
     sections.append(
