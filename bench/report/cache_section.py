@@ -57,7 +57,7 @@ def caching_table(rows: Sequence[Any]) -> tuple[list[str], list[list[str]]]:
     """
     head = ["suite", "model", "mode", "surface", "steps", METRICS["prompt_tokens_per_step"].label]
     head += [f"cached ({p})" for p in PROFILE_NAMES] + [f"written/step ({p})" for p in ("anthropic",)]
-    measured = any(r.cache and getattr(r.summary, "cached_share", None) is not None for r in rows)
+    measured = any(r.cache and r.summary.cached_share is not None for r in rows)
     if measured:
         head.append(MEASURED_HEAD)
     out = []
@@ -72,7 +72,7 @@ def caching_table(rows: Sequence[Any]) -> tuple[list[str], list[list[str]]]:
             [*_keys(r), str(first.steps), fmt(r.summary.prompt_tokens_per_step)]
             + [_share(cache.get(p)) for p in PROFILE_NAMES]
             + [per_step]
-            + ([fmt(r.summary.cached_share, "pct") if r.summary.cached_share is not None else "-"] if measured else [])
+            + ([fmt(r.summary.cached_share, "pct")] if measured else [])  # fmt gives "-" for None
         )
     return head, out
 
