@@ -11,8 +11,10 @@ results folder:
 It measures the wall time of the episodes (server start apart) and episodes per hour, and checks outcome
 identity against the first setting: per episode, its calls in order (operation, arguments) and its success;
 the episodes that differ are listed (batched decoding may round differently), never raised. ``--busy``
-starts one competing busy process (a pure-Python spin loop) for the whole measurement, and by default tries
-thread settings too (generation threads 1 vs 2; ``tb=``: prompt threads; ``poll=``: llama-server's polling).
+runs each setting twice on the same episodes, first alone and then beside one competing busy process (a
+pure-Python spin loop, started for that half only), so that its busy rate is judged against its own quiet
+rate on the same work; by default it tries thread settings too (generation threads 1 vs 2; ``tb=``: prompt
+threads; ``poll=``: llama-server's polling).
 
 Writes results/bench/batching.json atomically after every setting (section ``quiet`` or ``busy``; the
 other section is kept) and prints the rows for docs/benchmarks.md. Run it alone on the machine.
@@ -209,8 +211,10 @@ def main() -> int:
     per_setting = sum(len(c.tasks) * c.spec.repeats for _, c in plan[0][1])
     threads = plan[0][1][0][1].model_cfg.threads
     busy_note = ", one busy process" if args.busy else ""
-    total = len(settings) * per_setting
-    head = f"batching benchmark: {args.model}, {len(settings)} setting(s) x {per_setting} episodes = {total} episodes"
+    total = len(settings) * per_setting * (2 if args.busy else 1)  # busy: each setting alone, then beside it
+    times = " x 2 (alone, then beside the busy process)" if args.busy else ""
+    head = f"batching benchmark: {args.model}, {len(settings)} setting(s) x {per_setting} episodes{times}"
+    head += f" = {total} episodes"
     print(f"{head}, no response cache{busy_note}")
     for setting, cells in plan:
         print(f"  {setting.name}: concurrency {setting.concurrency}; {server_flags(setting, threads)}")
@@ -230,7 +234,6 @@ def main() -> int:
     cores = os.cpu_count() or 1
     command = "python scripts/bench_batching.py" + "".join(f" {a}" for a in sys.argv[1:])
     sections = read_sections(args.out)
-    quiet = sections.get("quiet") if args.busy else None
     record: dict[str, Any] = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()}, {cores} cores, Python {platform.python_version()}",
@@ -239,14 +242,28 @@ def main() -> int:
         "load_1min_before": round(os.getloadavg()[0], 1), "load_1min_after": None,
         "complete": False, "settings": [],
     }  # fmt: skip
-    busy = subprocess.Popen([sys.executable, "-c", SPIN], stdin=subprocess.DEVNULL) if args.busy else None
+    busy: subprocess.Popen[bytes] | None = None
     outcomes: dict[str, Any] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="surfbench-batching-") as tmp:
             for setting, cells in plan:
-                print(f"{setting.name}: running {per_setting} episodes", file=sys.stderr, flush=True)
-                row, parts = measure(setting, cells, Path(tmp) / setting.name.replace(":", "_"))
+                folder = Path(tmp) / setting.name.replace(":", "_")
+                quiet_row: dict[str, Any] | None = None
+                if args.busy:  # the same episodes alone first: the busy rate is judged against this one
+                    print(f"{setting.name}: running {per_setting} episodes alone", file=sys.stderr, flush=True)
+                    quiet_row, quiet_parts = measure(setting, cells, folder / "quiet")
+                    quiet_outcomes = workload_outcomes(quiet_parts)
+                    busy = subprocess.Popen([sys.executable, "-c", SPIN], stdin=subprocess.DEVNULL)
+                print(f"{setting.name}: running {per_setting} episodes{busy_note}", file=sys.stderr, flush=True)
+                row, parts = measure(setting, cells, folder / ("busy" if args.busy else "quiet"))
+                if busy is not None:
+                    busy.kill()
+                    busy.wait()
+                    busy = None
                 outcomes[setting.name] = workload_outcomes(parts)
+                if quiet_row is not None:
+                    row["quiet"] = {k: quiet_row[k] for k in ("episodes", "wall_s", "episodes_per_hour", "steps")}
+                    row["differing_vs_quiet"] = differences(quiet_outcomes, outcomes[setting.name])
                 row["differing"] = differences(outcomes[settings[0].name], outcomes[setting.name])
                 one = "llama-server:1"
                 if setting.engine == "llama-server" and setting.slots > 1 and one in outcomes:
@@ -273,7 +290,7 @@ def main() -> int:
         for line in row["differing"][:10]:
             print(f"  {row['name']} differs: {line}")
     print("\nrows for docs/benchmarks.md:")
-    for line in markdown_rows(record, quiet):
+    for line in markdown_rows(record):
         print(line)
     print(f"wrote {args.out}")
     return 0

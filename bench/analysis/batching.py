@@ -29,16 +29,10 @@ ENGINES = {
 """Engine names a setting may use (short forms too) -> the model config's ``server``."""
 DEFAULT_SETTINGS = ("llama-cpp-python", "llama-server:1", "llama-server:2", "llama-server:3", "llama-server:4")
 """Today's one-at-a-time server, then llama-server with 1 to 4 slots (as many episodes in flight)."""
-BUSY_SETTINGS = (
-    "llama-cpp-python",
-    "llama-cpp-python:t=1",
-    "llama-server:1",
-    "llama-server:1:t=1",
-    "llama-server:2",
-    "llama-server:2:t=1",
-    "llama-server:2:t=1:tb=2",
-)
-"""With one competing busy process: the default threads (2) against one thread, which leaves the busy core alone."""
+BUSY_SETTINGS = ("llama-cpp-python", "llama-server:1", "llama-server:1:t=1", "llama-server:1:t=1:tb=2")
+"""With one competing busy process: the old server, then llama-server's default (one slot: more do not pay on
+2 cores) with the model's threads (2) against one generation thread (which leaves the busy core alone), and one
+generation thread with two prompt threads."""
 TARGET_SPEEDUP = 1.5
 """Issue 30: episodes per hour at the best N against today's one-at-a-time server."""
 PROPORTIONAL_SHARE = 0.8
@@ -221,12 +215,13 @@ def _stamp(record: Mapping[str, Any]) -> str:
     return f"`{record['command']}`, {record['date']}, load {record['load_1min_before']} to {record['load_1min_after']}"
 
 
-def markdown_rows(record: Mapping[str, Any], quiet: Mapping[str, Any] | None = None) -> list[str]:
+def markdown_rows(record: Mapping[str, Any]) -> list[str]:
     """docs/benchmarks.md rows (measure | result | target | verdict | measured by) for one run of the benchmark.
 
     ``record``: one mode's section of results/bench/batching.json (``settings``: rows with ``name``, ``engine``,
-    ``slots``, ``episodes``, ``wall_s``, ``episodes_per_hour``, ``speedup``, ``differing``). For a busy run,
-    ``quiet`` is the quiet section: each setting is also given as a share of its quiet rate.
+    ``slots``, ``episodes``, ``wall_s``, ``episodes_per_hour``, ``speedup``, ``differing``). In a busy run each
+    row also has ``quiet`` (the same episodes run alone just before): its busy rate is given as a share of that
+    one, never of another run's (other episodes take other times).
     """
     rows = list(record["settings"])
     if not rows:
@@ -236,7 +231,6 @@ def markdown_rows(record: Mapping[str, Any], quiet: Mapping[str, Any] | None = N
     what = f"{' + '.join(record['workloads'])}, {record['model']}"
     where = " with one competing busy process" if busy else ""
     stamp = _stamp(record)
-    quiet_rates = {r["name"]: r["episodes_per_hour"] for r in (quiet or {}).get("settings", [])}
     share = float(record.get("cores_left", 1)) / float(record.get("cores", 1))
     out = []
     for row in rows[1:]:
@@ -265,14 +259,16 @@ def markdown_rows(record: Mapping[str, Any], quiet: Mapping[str, Any] | None = N
         )
     if busy:
         for row in rows:
-            quiet_rate = quiet_rates.get(row["name"])
-            if not quiet_rate:
+            quiet_rate = (row.get("quiet") or {}).get("episodes_per_hour")
+            if not quiet_rate or not row.get("episodes_per_hour"):
                 continue
             ratio = round(float(row["episodes_per_hour"]) / float(quiet_rate), 3)
             ok = ratio >= share * PROPORTIONAL_SHARE
+            changed = len(row.get("differing_vs_quiet") or [])
+            same = f"{row['episodes'] - changed} of {row['episodes']} episodes as alone"
             out.append(
                 f"| busy / quiet, {row['name']} ({record['cores_left']} of {record['cores']} cores left) | "
-                f"{ratio}x ({row['episodes_per_hour']} vs {quiet_rate} episodes/h) | "
+                f"{ratio}x ({row['episodes_per_hour']} vs {quiet_rate} episodes/h alone; {same}) | "
                 f">= {round(share * PROPORTIONAL_SHARE, 2)}x (in proportion: {round(share, 2)}x) | {_verdict(ok)} | "
                 f"{stamp} |"
             )

@@ -193,10 +193,7 @@ def test_the_rows_give_each_setting_against_the_first_and_judge_the_best_n():
     assert "N=2: 1.4x | >= 1.5x | missed |" in markdown_rows(record(slower))[1]
 
 
-def test_busy_rows_compare_each_setting_with_its_quiet_rate():
-    quiet = record(
-        [row("llama-cpp-python", "llama-cpp-python", 1, 100.0), row("llama-server:2", "llama-server", 2, 160.0)]
-    )
+def test_busy_rows_compare_each_setting_with_its_own_quiet_run_of_the_same_episodes():
     busy = record(
         [
             row("llama-cpp-python", "llama-cpp-python", 1, 8.0),
@@ -205,11 +202,16 @@ def test_busy_rows_compare_each_setting_with_its_quiet_rate():
         ],
         busy=True,
     )
-    lines = markdown_rows(busy, quiet)
+    rows = busy["settings"]
+    rows[0]["quiet"] = {"episodes": 63, "wall_s": 2268.0, "episodes_per_hour": 100.0}  # type: ignore[index]
+    rows[1]["quiet"] = {"episodes": 63, "wall_s": 1417.5, "episodes_per_hour": 160.0}  # type: ignore[index]
+    rows[1]["differing_vs_quiet"] = ["preselect:forge/preselect/x/0: success True vs False"]  # type: ignore[index]
+    lines = markdown_rows(busy)
     judged = [line for line in lines if line.startswith("| busy / quiet")]
-    assert len(judged) == 2  # the t=1 setting has no quiet rate to compare with
+    assert len(judged) == 2  # the t=1 setting has no quiet run to compare with
     assert "llama-cpp-python (1 of 2 cores left) | 0.08x" in judged[0] and "| missed |" in judged[0]  # 12x slower
-    assert "llama-server:2 (1 of 2 cores left) | 0.45x" in judged[1]
+    assert "63 of 63 episodes as alone" in judged[0]
+    assert "llama-server:2 (1 of 2 cores left) | 0.45x (72.0 vs 160.0 episodes/h alone; 62 of 63" in judged[1]
     assert ">= 0.4x (in proportion: 0.5x) | met" in judged[1]
     assert not any("best N" in line for line in lines)
 
@@ -270,3 +272,36 @@ def test_a_run_on_a_stand_in_server_writes_each_setting_and_the_rows(
     assert two["server_prompt_n"] > 0 and 0 < two["cached_share"] < 1
     printed = capsys.readouterr().out
     assert "rows for docs/benchmarks.md:" in printed and "| batching: best N on" in printed
+
+
+def test_a_busy_run_measures_each_setting_alone_then_beside_the_busy_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """--busy: the same episodes twice per setting; the busy process runs only for the second half, then is gone."""
+    install_fake_binary(tmp_path, monkeypatch)
+    monkeypatch.setattr(providers, "require", lambda name: tmp_path / "m.gguf")
+    spec = importlib.util.spec_from_file_location("bench_batching", ROOT / "scripts" / "bench_batching.py")
+    script = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(script)  # type: ignore[union-attr]
+    spawned: list[subprocess.Popen[bytes]] = []
+    real_popen = subprocess.Popen
+
+    def popen(cmd, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        proc = real_popen(cmd, *a, **kw)
+        if cmd[:2] == [sys.executable, "-c"] and cmd[2] == script.SPIN:
+            spawned.append(proc)
+        return proc
+
+    monkeypatch.setattr(script.subprocess, "Popen", popen)
+    out = tmp_path / "batching.json"
+    args = ["--busy", "--settings", "llama-server:1", "llama-server:1:t=1", "--workloads", "preselect"]
+    monkeypatch.setattr(sys, "argv", ["bench_batching.py", *args, "--limit", "2", "--out", str(out)])
+    assert script.main() == 0
+    busy = json.loads(out.read_text())["busy"]
+    assert busy["complete"] and busy["cores_left"] == busy["cores"] - 1
+    assert len(spawned) == 2 and all(p.poll() is not None for p in spawned)  # one per setting, none left running
+    for r in busy["settings"]:
+        assert r["quiet"]["episodes"] == r["episodes"] == 2 and r["differing_vs_quiet"] == []
+    printed = capsys.readouterr().out
+    assert "| busy / quiet, llama-server:1 (" in printed and "| busy / quiet, llama-server:1:t=1 (" in printed
+    assert "2 of 2 episodes as alone" in printed
