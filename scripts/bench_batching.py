@@ -22,7 +22,8 @@ other section is kept) and prints the rows for docs/benchmarks.md. Run it alone 
     python scripts/bench_batching.py [--settings llama-cpp-python llama-server:2 ...] [--workloads front,preselect]
         [--limit N] [--busy] [--model NAME] [--dry-run]
 
-A setting is ``ENGINE[:SLOTS][:t=THREADS][:tb=BATCH_THREADS][:poll=0-100]`` (bench/analysis/batching.py).
+A setting is ``ENGINE[:SLOTS][:t=THREADS][:tb=BATCH_THREADS][:poll=0-100][:wait=passive|active]``
+(bench/analysis/batching.py).
 """
 
 from __future__ import annotations
@@ -94,14 +95,17 @@ def resolve(setting: Any, model: str, specs: dict[str, list[dict[str, Any]]]) ->
     ]  # fmt: skip
 
 
-def server_flags(setting: Any, threads: int) -> str:
+def server_flags(setting: Any, cfg: Any) -> str:
     """How the server runs for this setting (for the plan)."""
-    t = setting.threads or threads
+    t = setting.threads or cfg.threads
     tb = setting.threads_batch or t
     if setting.engine == "llama-server":
         poll = 0 if setting.poll is None else setting.poll
-        return f"llama-server --parallel {setting.slots} --kv-unified --threads {t} --threads-batch {tb} --poll {poll}"
-    return f"python -m llama_cpp.server --n_threads {t} --n_threads_batch {tb}"
+        flags = f"llama-server --parallel {setting.slots} --kv-unified --threads {t} --threads-batch {tb} --poll {poll}"
+    else:
+        flags = f"python -m llama_cpp.server --n_threads {t} --n_threads_batch {tb}"
+    spin = "" if cfg.omp_spincount is None else f"; GOMP_SPINCOUNT={cfg.omp_spincount}"
+    return flags + spin + (f"; OMP_WAIT_POLICY={setting.wait.upper()}" if setting.wait else "")
 
 
 def measure(setting: Any, cells: list[tuple[str, Any]], tmp: Path) -> tuple[dict[str, Any], list[tuple[str, Any, Any]]]:
@@ -119,7 +123,8 @@ def measure(setting: Any, cells: list[tuple[str, Any]], tmp: Path) -> tuple[dict
         pool.client(cfg)
         server = pool.servers[cfg.name]
         poll = server.settings.poll if setting.poll is None else setting.poll
-        server.settings = replace(server.settings, threads_batch=setting.threads_batch, poll=poll)
+        wait = server.settings.omp_wait_policy if setting.wait is None else setting.wait
+        server.settings = replace(server.settings, threads_batch=setting.threads_batch, poll=poll, omp_wait_policy=wait)
         started = time.perf_counter()
         server.start()
         startup = time.perf_counter() - started
@@ -209,7 +214,6 @@ def main() -> int:
     specs = workload_specs([w.strip() for w in args.workloads.split(",") if w.strip()], args.limit)
     plan = [(s, resolve(s, args.model, specs)) for s in settings]
     per_setting = sum(len(c.tasks) * c.spec.repeats for _, c in plan[0][1])
-    threads = plan[0][1][0][1].model_cfg.threads
     busy_note = ", one busy process" if args.busy else ""
     total = len(settings) * per_setting * (2 if args.busy else 1)  # busy: each setting alone, then beside it
     times = " x 2 (alone, then beside the busy process)" if args.busy else ""
@@ -217,7 +221,7 @@ def main() -> int:
     head += f" = {total} episodes"
     print(f"{head}, no response cache{busy_note}")
     for setting, cells in plan:
-        print(f"  {setting.name}: concurrency {setting.concurrency}; {server_flags(setting, threads)}")
+        print(f"  {setting.name}: concurrency {setting.concurrency}; {server_flags(setting, cells[0][1].model_cfg)}")
         if setting is settings[0]:
             for workload, cell in cells:
                 print(f"    {workload}: {cell.label()}, {len(cell.tasks)} task(s)")

@@ -27,6 +27,8 @@ ENGINES = {
     "server": "llama-server",
 }
 """Engine names a setting may use (short forms too) -> the model config's ``server``."""
+WAIT_POLICIES = ("passive", "active")
+"""Values of ``OMP_WAIT_POLICY`` a setting may give (``wait=``)."""
 DEFAULT_SETTINGS = ("llama-cpp-python", "llama-server:1", "llama-server:2", "llama-server:3", "llama-server:4")
 """Today's one-at-a-time server, then llama-server with 1 to 4 slots (as many episodes in flight)."""
 BUSY_SETTINGS = ("llama-cpp-python", "llama-server:1", "llama-server:1:t=1", "llama-server:1:t=1:tb=2")
@@ -52,6 +54,9 @@ class Setting:
     """Prompt-processing threads; None: as ``threads``."""
     poll: int | None = None
     """llama-server only: polling level of idle threads (0-100); None: surfbench's default, 0."""
+    wait: str | None = None
+    """OpenMP's wait policy for the server's threads (``OMP_WAIT_POLICY``: passive, active); None: surfbench's
+    default. The shipped builds link OpenMP, whose barriers, not ``poll``, decide how a waiting thread waits."""
 
     @property
     def concurrency(self) -> int:
@@ -61,25 +66,31 @@ class Setting:
     def name(self) -> str:
         """The setting in the form :func:`parse_setting` reads (canonical: engine's full name, slots for the server)."""
         parts = [self.engine] + ([str(self.slots)] if self.engine == "llama-server" else [])
-        for key, value in (("t", self.threads), ("tb", self.threads_batch), ("poll", self.poll)):
+        for key, value in (("t", self.threads), ("tb", self.threads_batch), ("poll", self.poll), ("wait", self.wait)):
             if value is not None:
                 parts.append(f"{key}={value}")
         return ":".join(parts)
 
 
 def parse_setting(text: str) -> Setting:
-    """``ENGINE[:SLOTS][:t=N][:tb=N][:poll=N]``, e.g. ``llama-server:2:t=1``; ValueError saying what is wrong."""
-    usage = "ENGINE[:SLOTS][:t=THREADS][:tb=BATCH_THREADS][:poll=0-100], e.g. llama-server:2:t=1"
+    """``ENGINE[:SLOTS][:t=N][:tb=N][:poll=N][:wait=W]``, e.g. ``llama-server:2:t=1``; ValueError saying why not."""
+    usage = "ENGINE[:SLOTS][:t=THREADS][:tb=BATCH_THREADS][:poll=0-100][:wait=passive|active], e.g. llama-server:2:t=1"
     head, *rest = text.strip().split(":")
     engine = ENGINES.get(head)
     if engine is None:
         raise ValueError(f"setting {text!r}: unknown engine {head!r} (one of {', '.join(sorted(ENGINES))}); {usage}")
     slots = 1
     found: dict[str, int] = {}
+    wait: str | None = None
     for i, part in enumerate(rest):
         key, sep, value = part.partition("=")
         if not sep and i == 0 and part.isdigit():
             slots = int(part)
+            continue
+        if key == "wait" and value in WAIT_POLICIES:
+            if wait is not None:
+                raise ValueError(f"setting {text!r}: wait given twice")
+            wait = value
             continue
         if not sep or key not in ("t", "tb", "poll") or not value.isdigit():
             raise ValueError(f"setting {text!r}: cannot read {part!r}; {usage}")
@@ -95,7 +106,7 @@ def parse_setting(text: str) -> Setting:
             f"setting {text!r}: llama-cpp-python serves one request at a time (no slots, no poll); "
             "use llama-server:N for continuous batching"
         )
-    return Setting(engine, slots, found.get("t"), found.get("tb"), found.get("poll"))
+    return Setting(engine, slots, found.get("t"), found.get("tb"), found.get("poll"), wait)
 
 
 def parse_settings(texts: Sequence[str]) -> list[Setting]:

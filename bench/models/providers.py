@@ -73,8 +73,9 @@ def _local(cfg: ModelConfig, pool: ModelPool) -> ModelClient:
     """A client of surfbench's own llama.cpp server (started on the first request, revived if it dies)."""
     assert cfg.embedded is not None
     settings = ServerSettings(
-        require(cfg.embedded), cfg.name, cfg.n_ctx, cfg.threads, cfg.chat_format, engine=cfg.server, slots=cfg.slots
-    )
+        require(cfg.embedded), cfg.name, cfg.n_ctx, cfg.threads, cfg.chat_format, engine=cfg.server, slots=cfg.slots,
+        omp_spincount=cfg.omp_spincount,
+    )  # fmt: skip
     if cfg.n_parallel > 1:
         return _group_client(cfg, pool, ServerGroup(settings, cfg.n_parallel))
     server = LocalServer(settings)

@@ -68,6 +68,16 @@ class ServerSettings:
     machine usable: a spinning thread takes a core another process needs)."""
     threads_batch: int | None = None
     """Threads for prompt processing (``--threads-batch``); None: ``n_threads``, as generation."""
+    omp_wait_policy: str | None = None
+    """``OMP_WAIT_POLICY`` for the server process (passive: a thread waiting at a barrier sleeps at once; active:
+    it spins first, GCC's default); None: the environment's. Both engines' builds link OpenMP (libgomp), whose
+    barriers, not llama-server's ``--poll``, decide how its threads wait for each other."""
+    omp_spincount: int | None = None
+    """``GOMP_SPINCOUNT`` for the server process: how long a thread spins at a barrier before it sleeps (GCC's
+    default 300,000 polls); None: the environment's."""
+    flash_attn: str = "off"
+    """``llama-server`` only: ``--flash-attn`` (on, off, auto). Off: on 2 CPU cores it made generation slower at
+    0.5B (16 tokens/s against 23, docs/models.md); scripts/bench_flash_attn.py measures both at long context."""
 
     @property
     def batch_threads(self) -> int:
@@ -119,9 +129,7 @@ class LocalServer:
                 "--ctx-size", str(s.n_ctx * s.slots), "--parallel", str(s.slots), "--kv-unified",
                 "--threads", str(s.n_threads), "--threads-batch", str(s.batch_threads), "--poll", str(s.poll),
                 "--batch-size", str(s.n_batch), "--no-webui", "--no-warmup",
-                # flash attention (its `auto` turns it on here) made generation slower on 2 CPU cores:
-                # 16 tokens/s against 23 off at 0.5B (docs/models.md); episodes are mostly generation
-                "--flash-attn", "off",
+                "--flash-attn", s.flash_attn,  # off by default: ServerSettings.flash_attn
                 "--cache-ram", "0",  # the KV cache of each slot only: what a request reuses is its slot's prefix
             ]  # fmt: skip
         cmd = [
@@ -155,8 +163,14 @@ class LocalServer:
         self.port = free_port()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
+        env = dict(os.environ)
+        if self.settings.omp_wait_policy is not None:
+            env["OMP_WAIT_POLICY"] = self.settings.omp_wait_policy.upper()
+        if self.settings.omp_spincount is not None:
+            env["GOMP_SPINCOUNT"] = str(self.settings.omp_spincount)
         self.proc = subprocess.Popen(
             self.command(),
+            env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -19,10 +19,12 @@ MODEL_KEYS = {
     "name", "provider", "embedded", "model", "api_base", "api_key_env", "params_b", "n_ctx", "threads",
     "chat_format", "mode", "prompt_format", "tokenizer", "temperature", "max_tokens", "seed", "description",
     "script_suite", "script_delay_s", "concurrency", "rpm", "tpm", "cache_control", "limits", "n_parallel",
-    "cache_profiles", "server", "slots", "repeat_penalty",
+    "cache_profiles", "server", "slots", "repeat_penalty", "omp_spincount",
 }  # fmt: skip
 
 
+OMP_SPINCOUNT = 1000
+"""Default ``GOMP_SPINCOUNT`` of a local server: spin about as long as libgomp does when oversubscribed."""
 TOKENIZERS = ("gguf", "o200k_base", "cl100k_base")
 """``gguf``: a local model's own vocabulary; the others: the tiktoken encodings LiteLLM's wheel ships."""
 MAX_TOKENS_MAX = 262_144
@@ -62,6 +64,10 @@ class ModelConfig:
     max_tokens: int = ranged(512, 1, MAX_TOKENS_MAX)
     """Below the context window too (the answer must fit beside the prompt): checked in model_config."""
     seed: int | None = ranged(0, 0, SEED_MAX, null="no seed")
+    omp_spincount: int | None = ranged(OMP_SPINCOUNT, 0, 10**9, null="the environment's, else GCC's 300,000")
+    """For ``local``: how long a server thread spins at a barrier before it sleeps (``GOMP_SPINCOUNT``; both
+    engines' builds link GCC's OpenMP). 1,000 keeps a busy machine usable: with GCC's default a single competing
+    process slowed generation 60x (docs/models.md, threads and a busy machine)."""
     repeat_penalty: float | None = ranged(None, 0, 10, null="the engine's own default")
     """For ``local``: llama.cpp's repeat penalty, sent with every request; None sends nothing, so each engine
     uses its own default (llama-cpp-python's server 1.1, llama-server 1.0: docs/models.md)."""

@@ -37,6 +37,8 @@ def test_settings_are_read_with_their_slots_and_threads():
     assert parse_setting("llama-cpp-python") == Setting("llama-cpp-python")
     assert parse_setting("server:3:t=1:tb=2:poll=0") == Setting("llama-server", 3, 1, 2, 0)
     assert parse_setting("llama-server:2:t=1").concurrency == 2
+    assert parse_setting("llama-server:1:wait=passive") == Setting("llama-server", 1, wait="passive")
+    assert parse_setting("llama-server:1:wait=passive").name == "llama-server:1:wait=passive"
     assert [s.name for s in parse_settings(DEFAULT_SETTINGS)] == list(DEFAULT_SETTINGS)
     assert parse_setting("python:t=1").name == "llama-cpp-python:t=1"
     assert [s.slots for s in parse_settings(["llama-server:1,llama-server:2", "llama-server:4"])] == [1, 2, 4]
@@ -54,6 +56,8 @@ def test_settings_are_read_with_their_slots_and_threads():
         ("llama-cpp-python:2", "one request at a time"),
         ("llama-cpp-python:poll=0", "one request at a time"),
         ("llama-server:2:t=1:t=2", "t given twice"),
+        ("llama-server:1:wait=lazy", "cannot read 'wait=lazy'"),
+        ("llama-server:1:wait=passive:wait=active", "wait given twice"),
     ],
 )
 def test_a_setting_that_cannot_be_read_says_what_is_wrong(text: str, message: str):

@@ -11,6 +11,7 @@ settings, model configs and identities name the engine.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
 import types
@@ -36,12 +37,14 @@ FAKE = textwrap.dedent(
     # a stand-in for llama-server: the same flags, the OpenAI-compatible routes, its usage block and timings, one
     # KV cache per slot (the request's id_slot; unpinned requests share slot 0 here), every request body logged
     # beside the binary; with tools, it calls the first tool once, then answers
-    import json, sys, threading, time
+    import json, os, sys, threading, time
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     from pathlib import Path
     args = sys.argv[1:]
     opt = lambda name: args[args.index(name) + 1]
     log = Path(sys.argv[0]).with_name("requests.jsonl")
+    omp = {{k: os.environ.get(k, "unset") for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}}
+    Path(sys.argv[0]).with_name("omp_env.json").write_text(json.dumps(omp))
     slots = {{}}
     lock = threading.Lock()
 
@@ -85,7 +88,9 @@ FAKE = textwrap.dedent(
                 "choices": [{{"index": 0, "finish_reason": "stop", "message": message}}],
                 "usage": {{"prompt_tokens": len(words), "completion_tokens": 1, "total_tokens": len(words) + 1,
                           "prompt_tokens_details": {{"cached_tokens": cached}}}},
-                "timings": {{"cache_n": cached, "prompt_n": len(words) - cached, "predicted_n": 1}},
+                "timings": {{"cache_n": cached, "prompt_n": len(words) - cached, "predicted_n": 1,
+                            "prompt_ms": 2.0, "prompt_per_second": 500.0 * (len(words) - cached),
+                            "predicted_ms": 50.0, "predicted_per_second": 20.0}},
             }})
 
     ThreadingHTTPServer(("127.0.0.1", int(opt("--port"))), H).serve_forever()
@@ -123,6 +128,38 @@ def test_the_command_line_gives_each_slot_its_context_and_keeps_idle_threads_asl
     assert flag["--poll"] == "0" and flag["--cache-ram"] == "0" and flag["--port"] == "1234"
     assert "--no-webui" in cmd
     assert flag["--threads"] == flag["--threads-batch"] == "2"  # prompt threads follow generation's by default
+    assert flag["--flash-attn"] == "off"  # its own default, auto, turns it on
+    on = LocalServer(settings(tmp_path, flash_attn="on")).command()
+    assert on[on.index("--flash-attn") + 1] == "on"
+
+
+def test_the_openmp_settings_reach_the_server_process_only_when_set(
+    fake_binary: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    seen = fake_binary.with_name("omp_env.json")
+    with LocalServer(settings(tmp_path, omp_wait_policy="passive", omp_spincount=1000)):
+        assert json.loads(seen.read_text()) == {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "1000"}
+    with LocalServer(settings(tmp_path)):
+        assert json.loads(seen.read_text()) == {"OMP_WAIT_POLICY": "unset", "GOMP_SPINCOUNT": "unset"}
+    assert "GOMP_SPINCOUNT" not in os.environ  # this process's environment is left alone
+
+
+def test_a_local_model_spins_briefly_at_barriers_unless_its_config_says_otherwise(
+    fake_binary: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """GCC's default spin made one competing process slow generation 60x; the shipped default is 1,000 polls."""
+    monkeypatch.setattr(providers, "require", lambda name: tmp_path / "m.gguf")
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    seen = fake_binary.with_name("omp_env.json")
+    request = ModelRequest(messages=({"role": "user", "content": "hi"},), max_tokens=4)
+    shipped = read_group_config("model", "qwen2.5-coder-0.5b-instruct")
+    for override, expected in (({}, "1000"), ({"omp_spincount": None}, "unset"), ({"omp_spincount": 50}, "50")):
+        cfg = model_config("qwen2.5-coder-0.5b-instruct", {**shipped, **override})
+        with ModelPool(None) as pool:
+            pool.client(cfg).complete(request)
+            assert json.loads(seen.read_text())["GOMP_SPINCOUNT"] == expected
 
 
 def test_prompt_threads_may_differ_from_generation_threads(fake_binary: Path, tmp_path: Path):
