@@ -64,8 +64,9 @@ class ServerSettings:
     slots: int = 1
     """``llama-server`` only: sequences decoded together (``--parallel``), each with ``n_ctx`` of context."""
     poll: int = 0
-    """``llama-server`` only: how hard idle threads spin for work (0-100; 0 sleeps, which keeps a shared
-    machine usable: a spinning thread takes a core another process needs)."""
+    """``llama-server`` only: how hard idle threads of llama.cpp's own thread pool spin for work (0-100; 0
+    sleeps). The shipped builds use OpenMP's threads instead, whose spinning ``omp_spincount`` bounds: that,
+    not this, keeps a shared machine usable (docs/models.md, threads and a busy machine)."""
     threads_batch: int | None = None
     """Threads for prompt processing (``--threads-batch``); None: ``n_threads``, as generation."""
     omp_wait_policy: str | None = None
@@ -77,7 +78,8 @@ class ServerSettings:
     default 300,000 polls); None: the environment's."""
     flash_attn: str = "off"
     """``llama-server`` only: ``--flash-attn`` (on, off, auto). Off: on 2 CPU cores it made generation slower at
-    0.5B (16 tokens/s against 23, docs/models.md); scripts/bench_flash_attn.py measures both at long context."""
+    0.5B (16 tokens/s against 23, docs/models.md); ``scripts/bench_server.py --settings fa=off fa=on`` measures
+    both at long context."""
 
     @property
     def batch_threads(self) -> int:
