@@ -46,7 +46,6 @@ sys.path.insert(0, str(ROOT / "scripts"))
 MODEL = "qwen2.5-coder-0.5b-instruct"
 OUT = ROOT / "results" / "bench" / "server.json"
 DEFAULT_SETTINGS = ("fa=off", "fa=on")
-SPIN = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    pass\n"
 KEYS = {"fa": "flash_attn", "t": "n_threads", "tb": "threads_batch", "wait": "omp_wait_policy", "spin": "omp_spincount"}
 
 
@@ -158,6 +157,7 @@ def main() -> int:
     for setting in args.settings:
         parse(setting)  # every setting readable before anything starts
 
+    from bench_batching import SPIN, write_atomic  # type: ignore[import-not-found]  # the same busy process
     from bench_order import first_request  # type: ignore[import-not-found]
 
     from surfbench.bench.models.server import ServerError, upstream_binary
@@ -186,12 +186,6 @@ def main() -> int:
         "settings": list(args.settings), "rows": [], "complete": False,
     }  # fmt: skip
 
-    def save() -> None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.out.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-        tmp.replace(args.out)  # after every setting: nothing lost on a stop
-
     for r in range(args.rounds):
         for setting in args.settings:
             for beside in (False, True) if args.busy else (False,):
@@ -205,10 +199,10 @@ def main() -> int:
                         spin.kill()
                         spin.wait()
                 record["rows"] += [{**row, "round": r + 1, "busy": beside} for row in rows]
-                save()
+                write_atomic(args.out, record)  # after every setting: nothing lost on a stop
     record["load_1min_after"] = round(os.getloadavg()[0], 1)
     record["complete"] = True
-    save()
+    write_atomic(args.out, record)
     print(f"\nrows for docs/models.md (median of {args.rounds} round(s); `{command}`, {record['date']}):")
     for line in table(record, surfaces):
         print(line)
