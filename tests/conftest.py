@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -20,6 +22,15 @@ namespace_guard.install()  # `import bench` fails here as it does outside a chec
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test session gets its own cache dir: tests never read a developer's cache."""
     monkeypatch.setenv("SURFBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+def load_script(name: str) -> ModuleType:
+    """scripts/<name>.py as a fresh module (the scripts are not a package): its main() and helpers, to test."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None, f"no scripts/{name}.py"
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
 
 
 @pytest.fixture(scope="session")

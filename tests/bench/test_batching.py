@@ -7,7 +7,6 @@ prints.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -30,7 +29,7 @@ from surfbench.bench.analysis.batching import (
 )
 from surfbench.bench.models import providers
 from tests.bench.test_upstream_server import install_fake_binary
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_script
 
 
 def test_settings_are_read_with_their_slots_and_threads():
@@ -256,9 +255,7 @@ def test_a_run_on_a_stand_in_server_writes_each_setting_and_the_rows(
     """The script's run (server start, cells, timing, identity, JSON, rows) on the llama-server stand-in."""
     install_fake_binary(tmp_path, monkeypatch)
     monkeypatch.setattr(providers, "require", lambda name: tmp_path / "m.gguf")  # the stand-in never reads it
-    spec = importlib.util.spec_from_file_location("bench_batching", ROOT / "scripts" / "bench_batching.py")
-    script = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(script)  # type: ignore[union-attr]
+    script = load_script("bench_batching")
     out = tmp_path / "bench" / "batching.json"
     out.parent.mkdir()
     out.write_text(json.dumps({"busy": {"kept": True}}))
@@ -284,9 +281,7 @@ def test_a_busy_run_measures_each_setting_alone_then_beside_the_busy_process(
     """--busy: the same episodes twice per setting; the busy process runs only for the second half, then is gone."""
     install_fake_binary(tmp_path, monkeypatch)
     monkeypatch.setattr(providers, "require", lambda name: tmp_path / "m.gguf")
-    spec = importlib.util.spec_from_file_location("bench_batching", ROOT / "scripts" / "bench_batching.py")
-    script = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(script)  # type: ignore[union-attr]
+    script = load_script("bench_batching")
     spawned: list[subprocess.Popen[bytes]] = []
     real_popen = subprocess.Popen
 

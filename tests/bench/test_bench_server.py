@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ import pytest
 
 from surfbench.bench.models import providers
 from tests.bench.test_upstream_server import install_fake_binary
-from tests.conftest import ROOT
+from tests.conftest import load_script
 
 
 def test_each_setting_sends_the_first_request_cold_then_cached_and_writes_the_rows(
@@ -24,9 +23,7 @@ def test_each_setting_sends_the_first_request_cold_then_cached_and_writes_the_ro
 
     real_command = LocalServer.command
     monkeypatch.setattr(LocalServer, "command", lambda self: started.append(real_command(self)) or started[-1])
-    spec = importlib.util.spec_from_file_location("bench_server", ROOT / "scripts" / "bench_server.py")
-    script = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(script)  # type: ignore[union-attr]
+    script = load_script("bench_server")
     out = tmp_path / "server.json"
     args = ["--surfaces", "core", "--tokens", "4", "--rounds", "1", "--out", str(out)]
     monkeypatch.setattr(sys, "argv", ["bench_server.py", *args])
@@ -51,9 +48,7 @@ def test_a_busy_probe_runs_each_setting_alone_then_beside_the_busy_process_and_g
 ):
     binary = install_fake_binary(tmp_path, monkeypatch)
     monkeypatch.setattr(providers, "require", lambda name: tmp_path / "m.gguf")
-    spec = importlib.util.spec_from_file_location("bench_server", ROOT / "scripts" / "bench_server.py")
-    script = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(script)  # type: ignore[union-attr]
+    script = load_script("bench_server")
     out = tmp_path / "server.json"
     args = ["--busy", "--settings", "spin=1000:t=1", "--surfaces", "core", "--rounds", "1", "--out", str(out)]
     monkeypatch.setattr(sys, "argv", ["bench_server.py", *args])
@@ -69,9 +64,7 @@ def test_a_busy_probe_runs_each_setting_alone_then_beside_the_busy_process_and_g
 
 
 def test_a_setting_that_cannot_be_read_stops_before_any_server_starts(monkeypatch: pytest.MonkeyPatch):
-    spec = importlib.util.spec_from_file_location("bench_server", ROOT / "scripts" / "bench_server.py")
-    script = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(script)  # type: ignore[union-attr]
+    script = load_script("bench_server")
     monkeypatch.setattr(sys, "argv", ["bench_server.py", "--settings", "fa=maybe"])
     with pytest.raises(SystemExit, match="fa is on, off or auto"):
         script.main()
