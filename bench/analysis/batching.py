@@ -265,7 +265,8 @@ def markdown_rows(record: Mapping[str, Any]) -> list[str]:
         )
         n_diff = len(best.get("differing") or [])
         out.append(
-            f"| batching: outcome identity at temperature 0 at N={best['slots']} (calls and success per episode) | "
+            f"| batching: outcome identity at temperature 0 at N={best['slots']} "
+            f"({what}; calls and success per episode) | "
             f"{best['episodes'] - n_diff} of {best['episodes']} identical | all | {_verdict(identical)} | {stamp} |"
         )
     if busy:

@@ -191,6 +191,7 @@ def test_the_rows_give_each_setting_against_the_first_and_judge_the_best_n():
     assert "62 of 63 episodes identical" in lines[1]
     assert "N=2: 1.6x | >= 1.5x | met |" in lines[3]
     assert "62 of 63 identical | all | missed |" in lines[4]  # one episode changed its outcome at N=2
+    assert "outcome identity at temperature 0 at N=2 (front + preselect, qwen 0.5B; " in lines[4]  # names its workload
     assert "load 0.1 to 2.0" in lines[0]
     slower = [row("llama-cpp-python", "llama-cpp-python", 1, 100.0), row("llama-server:2", "llama-server", 2, 140.0)]
     assert "N=2: 1.4x | >= 1.5x | missed |" in markdown_rows(record(slower))[1]
