@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from tests import namespace_guard
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_script
 
 SETUP = runpy.run_path(str(ROOT / "setup.py"))  # not run as __main__: defines packages(), calls no setup()
-VIEW = runpy.run_path(str(ROOT / "scripts" / "namespace_view.py"))
+VIEW = load_script("namespace_view")
 
 
 def _tree(root: Path, files: list[str]) -> None:
@@ -110,7 +110,7 @@ def test_a_suite_hook_loaded_by_path_is_its_package_module(tmp_path: Path):
 
 
 def test_mypy_reads_the_namespace_from_a_view_of_links_outside_git(tmp_path: Path):
-    view = VIEW["build"](ROOT, tmp_path / "view")
+    view = VIEW.build(ROOT, tmp_path / "view")
     for name, folder in SETUP["package_dirs"]().items():
         if "." in name:
             assert view.joinpath(*name.split(".")).resolve() == ROOT / folder, name
