@@ -22,8 +22,9 @@ other section is kept) and prints the rows for docs/benchmarks.md. Run it alone 
     python scripts/bench_batching.py [--settings llama-cpp-python llama-server:2 ...] [--workloads front,preselect]
         [--limit N] [--busy] [--model NAME] [--dry-run]
 
-A setting is ``ENGINE[:SLOTS][:t=THREADS][:tb=BATCH_THREADS][:poll=0-100][:wait=passive|active]``
-(bench/analysis/batching.py).
+A setting is ``ENGINE[:SLOTS][:t=THREADS][:tb=BATCH_THREADS][:poll=0-100][:wait=passive|active][:fa=off|on|auto]``
+(bench/analysis/batching.py); ``--settings llama-server:1 llama-server:1:fa=on`` is flash attention's episode-level
+identity check.
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ def resolve(setting: Any, model: str, specs: dict[str, list[dict[str, Any]]]) ->
     data["concurrency"] = setting.concurrency
     if setting.threads is not None:
         data["threads"] = setting.threads
+    if setting.flash_attn is not None:
+        data["flash_attn"] = setting.flash_attn
     repeat = stop_on_repeat()
     return [
         (name, resolve_cell(CellSpec(model=model, concurrency=setting.concurrency, stop_on_repeat=repeat, **spec),
@@ -102,6 +105,7 @@ def server_flags(setting: Any, cfg: Any) -> str:
     if setting.engine == "llama-server":
         poll = 0 if setting.poll is None else setting.poll
         flags = f"llama-server --parallel {setting.slots} --kv-unified --threads {t} --threads-batch {tb} --poll {poll}"
+        flags += f" --flash-attn {setting.flash_attn or cfg.flash_attn}"
     else:
         flags = f"python -m llama_cpp.server --n_threads {t} --n_threads_batch {tb}"
     spin = "" if cfg.omp_spincount is None else f"; GOMP_SPINCOUNT={cfg.omp_spincount}"

@@ -4,7 +4,7 @@
 at a time; llama-server with ``slots = concurrency = N``, continuous batching) and measures episodes per hour.
 What it needs beyond running lives here, so that it is tested without a model:
 
-- :func:`parse_setting`: ``ENGINE[:SLOTS][:t=THREADS][:tb=BATCH_THREADS][:poll=POLL]``;
+- :func:`parse_setting`: ``ENGINE[:SLOTS][:t=THREADS][:tb=BATCH_THREADS][:poll=POLL][:wait=W][:fa=F]``;
 - :func:`episode_outcomes` / :func:`differences`: at temperature 0 a setting must change when replies come,
   never what they say. Per episode (suite, surface, task, repeat), the sequence of its calls (the operation
   named, else the tool, with the arguments as canonical JSON) and whether it succeeded; episodes that differ
@@ -29,6 +29,8 @@ ENGINES = {
 """Engine names a setting may use (short forms too) -> the model config's ``server``."""
 WAIT_POLICIES = ("passive", "active")
 """Values of ``OMP_WAIT_POLICY`` a setting may give (``wait=``)."""
+FLASH_ATTN = ("off", "on", "auto")
+"""Values of llama-server's ``--flash-attn`` a setting may give (``fa=``; the model config's ``flash_attn``)."""
 DEFAULT_SETTINGS = ("llama-cpp-python", "llama-server:1", "llama-server:2", "llama-server:3", "llama-server:4")
 """Today's one-at-a-time server, then llama-server with 1 to 4 slots (as many episodes in flight)."""
 BUSY_SETTINGS = ("llama-cpp-python", "llama-server:1", "llama-server:1:t=1", "llama-server:1:t=1:tb=2")
@@ -57,6 +59,9 @@ class Setting:
     wait: str | None = None
     """OpenMP's wait policy for the server's threads (``OMP_WAIT_POLICY``: passive, active); None: surfbench's
     default. The shipped builds link OpenMP, whose barriers, not ``poll``, decide how a waiting thread waits."""
+    flash_attn: str | None = None
+    """llama-server only: ``--flash-attn`` (off, on, auto); None: the model config's (off by default). Compared
+    episode by episode like any setting: the identity check flash attention needs before it may be turned on."""
 
     @property
     def concurrency(self) -> int:
@@ -66,31 +71,36 @@ class Setting:
     def name(self) -> str:
         """The setting in the form :func:`parse_setting` reads (canonical: engine's full name, slots for the server)."""
         parts = [self.engine] + ([str(self.slots)] if self.engine == "llama-server" else [])
-        for key, value in (("t", self.threads), ("tb", self.threads_batch), ("poll", self.poll), ("wait", self.wait)):
+        named = (("t", self.threads), ("tb", self.threads_batch), ("poll", self.poll), ("wait", self.wait),
+                 ("fa", self.flash_attn))  # fmt: skip
+        for key, value in named:
             if value is not None:
                 parts.append(f"{key}={value}")
         return ":".join(parts)
 
 
 def parse_setting(text: str) -> Setting:
-    """``ENGINE[:SLOTS][:t=N][:tb=N][:poll=N][:wait=W]``, e.g. ``llama-server:2:t=1``; ValueError saying why not."""
-    usage = "ENGINE[:SLOTS][:t=THREADS][:tb=BATCH_THREADS][:poll=0-100][:wait=passive|active], e.g. llama-server:2:t=1"
+    """``ENGINE[:SLOTS][:t=N][:tb=N][:poll=N][:wait=W][:fa=F]``, e.g. ``llama-server:2:t=1``; ValueError saying why."""
+    usage = (
+        "ENGINE[:SLOTS][:t=THREADS][:tb=BATCH_THREADS][:poll=0-100][:wait=passive|active][:fa=off|on|auto], "
+        "e.g. llama-server:2:t=1"
+    )
     head, *rest = text.strip().split(":")
     engine = ENGINES.get(head)
     if engine is None:
         raise ValueError(f"setting {text!r}: unknown engine {head!r} (one of {', '.join(sorted(ENGINES))}); {usage}")
     slots = 1
     found: dict[str, int] = {}
-    wait: str | None = None
+    named: dict[str, str] = {}
     for i, part in enumerate(rest):
         key, sep, value = part.partition("=")
         if not sep and i == 0 and part.isdigit():
             slots = int(part)
             continue
-        if key == "wait" and value in WAIT_POLICIES:
-            if wait is not None:
-                raise ValueError(f"setting {text!r}: wait given twice")
-            wait = value
+        if (key, value) in [("wait", w) for w in WAIT_POLICIES] + [("fa", f) for f in FLASH_ATTN]:
+            if key in named:
+                raise ValueError(f"setting {text!r}: {key} given twice")
+            named[key] = value
             continue
         if not sep or key not in ("t", "tb", "poll") or not value.isdigit():
             raise ValueError(f"setting {text!r}: cannot read {part!r}; {usage}")
@@ -101,12 +111,13 @@ def parse_setting(text: str) -> Setting:
         raise ValueError(f"setting {text!r}: slots and threads are 1 or more")
     if found.get("poll", 0) > 100:
         raise ValueError(f"setting {text!r}: poll is 0 to 100")
-    if engine == "llama-cpp-python" and (slots != 1 or "poll" in found):
+    if engine == "llama-cpp-python" and (slots != 1 or "poll" in found or "fa" in named):
         raise ValueError(
-            f"setting {text!r}: llama-cpp-python serves one request at a time (no slots, no poll); "
-            "use llama-server:N for continuous batching"
+            f"setting {text!r}: llama-cpp-python serves one request at a time (no slots, no poll) and has no "
+            "fa=; use llama-server:N for continuous batching"
         )
-    return Setting(engine, slots, found.get("t"), found.get("tb"), found.get("poll"), wait)
+    wait, fa = named.get("wait"), named.get("fa")
+    return Setting(engine, slots, found.get("t"), found.get("tb"), found.get("poll"), wait, fa)
 
 
 def parse_settings(texts: Sequence[str]) -> list[Setting]:

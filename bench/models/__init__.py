@@ -65,6 +65,11 @@ def model_config(name: str, data: dict[str, Any] | None = None) -> ModelConfig:
             f"{origin('repeat_penalty', cfg.repeat_penalty)}: llama.cpp's sampling field, for local models only "
             "(hosted APIs refuse it; they have presence_penalty and frequency_penalty instead)"
         )
+    if cfg.flash_attn != "off" and (cfg.provider != "local" or cfg.server != "llama-server"):
+        raise ConfigError(
+            f"{origin('flash_attn', cfg.flash_attn)}: llama-server's `--flash-attn`, for local models on "
+            "`server: llama-server` only"
+        )
     if cfg.n_parallel > 1 and (cfg.provider != "local" or cfg.n_parallel > cfg.threads):
         raise ConfigError(
             f"{where}: n_parallel={cfg.n_parallel}: local models only, at most threads={cfg.threads} "

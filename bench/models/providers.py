@@ -74,7 +74,7 @@ def _local(cfg: ModelConfig, pool: ModelPool) -> ModelClient:
     assert cfg.embedded is not None
     settings = ServerSettings(
         require(cfg.embedded), cfg.name, cfg.n_ctx, cfg.threads, cfg.chat_format, engine=cfg.server, slots=cfg.slots,
-        omp_spincount=cfg.omp_spincount,
+        omp_spincount=cfg.omp_spincount, flash_attn=cfg.flash_attn,
     )  # fmt: skip
     if cfg.n_parallel > 1:
         return _group_client(cfg, pool, ServerGroup(settings, cfg.n_parallel))
@@ -115,7 +115,8 @@ def _engine_identity(cfg: ModelConfig) -> str:
     """The engine's part of a local model's identity: empty for llama-cpp-python (older runs keep their keys)."""
     if cfg.server == "llama-cpp-python":
         return ""
-    return f"|server={cfg.server}" + (f"|slots={cfg.slots}" if cfg.slots > 1 else "")
+    slots = f"|slots={cfg.slots}" if cfg.slots > 1 else ""
+    return f"|server={cfg.server}{slots}" + (f"|fa={cfg.flash_attn}" if cfg.flash_attn != "off" else "")
 
 
 def _group_client(cfg: ModelConfig, pool: ModelPool, group: ServerGroup) -> ModelClient:

@@ -77,9 +77,8 @@ class ServerSettings:
     """``GOMP_SPINCOUNT`` for the server process: how long a thread spins at a barrier before it sleeps (GCC's
     default 300,000 polls); None: the environment's."""
     flash_attn: str = "off"
-    """``llama-server`` only: ``--flash-attn`` (on, off, auto). Off: on 2 CPU cores it made generation slower at
-    0.5B (16 tokens/s against 23, docs/models.md); ``scripts/bench_server.py --settings fa=off fa=on`` measures
-    both at long context."""
+    """``llama-server`` only: ``--flash-attn`` (on, off, auto), the model config's ``flash_attn``. Off by default
+    (docs/models.md); ``scripts/bench_server.py --settings fa=off fa=on`` measures both at long context."""
 
     @property
     def batch_threads(self) -> int:

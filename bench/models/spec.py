@@ -19,7 +19,7 @@ MODEL_KEYS = {
     "name", "provider", "embedded", "model", "api_base", "api_key_env", "params_b", "n_ctx", "threads",
     "chat_format", "mode", "prompt_format", "tokenizer", "temperature", "max_tokens", "seed", "description",
     "script_suite", "script_delay_s", "concurrency", "rpm", "tpm", "cache_control", "limits", "n_parallel",
-    "cache_profiles", "server", "slots", "repeat_penalty", "omp_spincount",
+    "cache_profiles", "server", "slots", "repeat_penalty", "omp_spincount", "flash_attn",
 }  # fmt: skip
 
 
@@ -87,6 +87,11 @@ class ModelConfig:
     """For ``local``: the engine, ``llama-server`` (the default: llama.cpp's own, slots, per-request cache
     counts) or ``llama-cpp-python`` (one request at a time, the engine of runs before 2026-12-03);
     docs/models.md."""
+    flash_attn: str = one_of("off", ("off", "on", "auto"))
+    """For ``local`` on ``llama-server``: ``--flash-attn``. Off by default: on 2 cores it prefilled a 10k-token
+    prompt 1.4-1.6x faster but generated short-context answers faster in one round and slower in another
+    (docs/models.md); it computes attention in another order, so a setting other than ``off`` is part of the
+    cell's identity and of the response cache's key."""
     slots: int = ranged(1, 1, 64)
     """For ``local`` on ``llama-server``: sequences decoded together in one process (``--parallel``); pair it
     with ``concurrency`` (episodes in flight)."""

@@ -94,6 +94,8 @@ def model_identity(cfg: Any, mode: str) -> dict[str, Any]:
         out["repeat_penalty"] = cfg.repeat_penalty
     if getattr(cfg, "server", "llama-cpp-python") != "llama-cpp-python":  # another engine; absent, old ids hold
         out["server"] = cfg.server
+    if getattr(cfg, "flash_attn", "off") != "off":  # attention computed in another order; off, old ids hold
+        out["flash_attn"] = cfg.flash_attn
     if cfg.provider == "local" and cfg.embedded:
         from surfbench.bench.models.local import embedded
 

@@ -38,6 +38,8 @@ def test_settings_are_read_with_their_slots_and_threads():
     assert parse_setting("llama-server:2:t=1").concurrency == 2
     assert parse_setting("llama-server:1:wait=passive") == Setting("llama-server", 1, wait="passive")
     assert parse_setting("llama-server:1:wait=passive").name == "llama-server:1:wait=passive"
+    assert parse_setting("llama-server:1:fa=on") == Setting("llama-server", 1, flash_attn="on")
+    assert parse_setting("server:1:fa=on:wait=passive").name == "llama-server:1:wait=passive:fa=on"
     assert [s.name for s in parse_settings(DEFAULT_SETTINGS)] == list(DEFAULT_SETTINGS)
     assert parse_setting("python:t=1").name == "llama-cpp-python:t=1"
     assert [s.slots for s in parse_settings(["llama-server:1,llama-server:2", "llama-server:4"])] == [1, 2, 4]
@@ -57,6 +59,9 @@ def test_settings_are_read_with_their_slots_and_threads():
         ("llama-server:2:t=1:t=2", "t given twice"),
         ("llama-server:1:wait=lazy", "cannot read 'wait=lazy'"),
         ("llama-server:1:wait=passive:wait=active", "wait given twice"),
+        ("llama-server:1:fa=fast", "cannot read 'fa=fast'"),
+        ("llama-server:1:fa=on:fa=off", "fa given twice"),
+        ("llama-cpp-python:fa=on", "has no fa="),
     ],
 )
 def test_a_setting_that_cannot_be_read_says_what_is_wrong(text: str, message: str):

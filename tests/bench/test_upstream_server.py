@@ -273,3 +273,28 @@ def test_the_engine_is_part_of_a_cells_identity_and_older_llama_cpp_python_runs_
     default = model_identity(model_config("m", LOCAL), "prompted")
     older = model_identity(model_config("m", {**LOCAL, "server": "llama-cpp-python"}), "prompted")
     assert default["server"] == "llama-server" and "server" not in older
+
+
+def test_flash_attention_is_a_model_setting_that_names_its_cells_and_reaches_the_command_line(
+    fake_binary: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Off by default (cells and response-cache keys as before); on, another cell and another cache key."""
+    monkeypatch.setattr(providers, "require", lambda name: tmp_path / "m.gguf")  # the stand-in never reads it
+    off, on = (model_config("m", {**LOCAL, "flash_attn": fa}) for fa in ("off", "on"))
+    assert model_config("m", LOCAL).flash_attn == "off"
+    assert "flash_attn" not in model_identity(off, "prompted")
+    assert model_identity(on, "prompted")["flash_attn"] == "on"
+    spec = CellSpec(suite="notes_mcp", surface="full", model="m")
+    assert resolve_cell(spec, None, {**LOCAL, "flash_attn": "on"}).cell_id != resolve_cell(spec, None, LOCAL).cell_id
+    identities = {}
+    for cfg in (off, on):
+        with ModelPool(None) as pool:
+            identities[cfg.flash_attn] = pool.client(cfg).identity  # type: ignore[attr-defined]
+            server = pool.servers["m"]
+            server.port = 1234
+            assert server.command()[server.command().index("--flash-attn") + 1] == cfg.flash_attn
+    assert identities["on"] == identities["off"] + "|fa=on" and "fa=" not in identities["off"]
+    with pytest.raises(ConfigError, match="flash_attn.*server: llama-server"):
+        model_config("m", {**LOCAL, "server": "llama-cpp-python", "flash_attn": "on"})
+    with pytest.raises(ConfigError, match="flash_attn"):
+        model_config("m", {**LOCAL, "flash_attn": "fast"})
