@@ -19,29 +19,15 @@ import argparse
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from surfbench.bench.base.markdown import tables_by_heading  # noqa: E402
+
 PROFILES = ("openai", "anthropic", "gemini")
 HEAD = (
     "| surface | prompt tok/step (raw) | cached, measured (server) | cached, modelled `local` | eff. tok/step openai "
     "| anthropic | gemini | $/episode openai / anthropic / gemini | first-try [95% CI] |"
 )
-
-
-def sections(text: str) -> dict[str, list[dict[str, str]]]:
-    """Every markdown table of a report, keyed by the heading above it (the first table under each heading)."""
-    out: dict[str, list[dict[str, str]]] = {}
-    heading, head = "", None
-    for line in text.splitlines():
-        if line.startswith("## "):
-            heading, head = line[3:].strip(), None
-        elif line.startswith("|") and heading:
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if head is None:
-                head = cells
-            elif not set("".join(cells)) <= set("-: "):
-                out.setdefault(heading, []).append(dict(zip(head, cells, strict=False)))
-        elif not line.strip():
-            head = None
-    return out
 
 
 def _find(tables: dict[str, list[dict[str, str]]], prefix: str, report: Path) -> list[dict[str, str]]:
@@ -57,7 +43,7 @@ def number(cell: str) -> float:
 
 def rows(report: Path) -> tuple[list[str], list[str]]:
     """(table lines, rank and break lines) for one report.md."""
-    tables = sections(report.read_text())
+    tables = tables_by_heading(report.read_text())
     cells = _find(tables, "Surfaces x models", report)
     modelled = {r["surface"]: r for r in _find(tables, "Prompt caching per provider profile", report)}
     breaks = {r["surface"]: r for r in _find(tables, "Cache breaks", report)}
@@ -89,8 +75,7 @@ def rows(report: Path) -> tuple[list[str], list[str]]:
 
 def breakpoint_reach(run: Path) -> list[str]:
     """Per surface: the Anthropic profile's largest breakpoint prefix, and the requests with one it would cache."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from surfbench.bench.analysis.cache_model import _breakpoints, layout
+    from surfbench.bench.analysis.cache_model import breakpoint_prefix
     from surfbench.bench.analysis.cache_requests import CELL_KEYS, run_requests
     from surfbench.bench.models.cache_profiles import profile
     from surfbench.bench.store.reader import load
@@ -98,10 +83,7 @@ def breakpoint_reach(run: Path) -> list[str]:
     lines = []
     for key, cell in run_requests(load(run, suites=False)).items():
         p = profile("anthropic", cell.overrides.get("anthropic"))
-        reach = []
-        for r in cell.requests:
-            lay = layout(r, p.order)
-            reach.append(max((lay.positions[i] for i in _breakpoints(p, lay)), default=0))
+        reach = [breakpoint_prefix(r, p) for r in cell.requests]
         cached = sum(n >= p.min_tokens for n in reach)
         surface = key[CELL_KEYS.index("surface")]
         lines.append(

@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from surfbench.bench.models.spec import FLASH_ATTN
+
 ENGINES = {
     "llama-cpp-python": "llama-cpp-python",
     "python": "llama-cpp-python",
@@ -29,8 +31,8 @@ ENGINES = {
 """Engine names a setting may use (short forms too) -> the model config's ``server``."""
 WAIT_POLICIES = ("passive", "active")
 """Values of ``OMP_WAIT_POLICY`` a setting may give (``wait=``)."""
-FLASH_ATTN = ("off", "on", "auto")
-"""Values of llama-server's ``--flash-attn`` a setting may give (``fa=``; the model config's ``flash_attn``)."""
+CHOICES = {"wait": WAIT_POLICIES, "fa": FLASH_ATTN}
+"""The settings' keys whose values are words (``wait=``, ``fa=``: the model config's ``flash_attn``)."""
 DEFAULT_SETTINGS = ("llama-cpp-python", "llama-server:1", "llama-server:2", "llama-server:3", "llama-server:4")
 """Today's one-at-a-time server, then llama-server with 1 to 4 slots (as many episodes in flight)."""
 BUSY_SETTINGS = ("llama-cpp-python", "llama-server:1", "llama-server:1:t=1", "llama-server:1:t=1:tb=2")
@@ -97,7 +99,7 @@ def parse_setting(text: str) -> Setting:
         if not sep and i == 0 and part.isdigit():
             slots = int(part)
             continue
-        if (key, value) in [("wait", w) for w in WAIT_POLICIES] + [("fa", f) for f in FLASH_ATTN]:
+        if value in CHOICES.get(key, ()):
             if key in named:
                 raise ValueError(f"setting {text!r}: {key} given twice")
             named[key] = value

@@ -150,6 +150,12 @@ def _breakpoints(p: CacheProfile, lay: _Layout) -> list[int]:
     return sorted(i for i in out if i > 0)
 
 
+def breakpoint_prefix(request: Request, p: CacheProfile) -> int:
+    """The longest prefix of ``request`` ending at a breakpoint of ``p`` (0: none); cached from ``p.min_tokens``."""
+    lay = layout(request, p.order)
+    return max((lay.positions[i] for i in _breakpoints(p, lay)), default=0)
+
+
 def _reusable(p: CacheProfile, lay: _Layout, length: int, prompt: int) -> int:
     """Tokens the profile can serve from a match of ``length`` tokens (whatever is in its cache)."""
     if p.style == "prefix":

@@ -25,6 +25,8 @@ MODEL_KEYS = {
 
 OMP_SPINCOUNT = 1000
 """Default ``GOMP_SPINCOUNT`` of a local server: spin about as long as libgomp does when oversubscribed."""
+FLASH_ATTN = ("off", "on", "auto")
+"""Values of llama-server's ``--flash-attn`` (``flash_attn``)."""
 TOKENIZERS = ("gguf", "o200k_base", "cl100k_base")
 """``gguf``: a local model's own vocabulary; the others: the tiktoken encodings LiteLLM's wheel ships."""
 MAX_TOKENS_MAX = 262_144
@@ -87,7 +89,7 @@ class ModelConfig:
     """For ``local``: the engine, ``llama-server`` (the default: llama.cpp's own, slots, per-request cache
     counts) or ``llama-cpp-python`` (one request at a time, the engine of runs before 2026-12-03);
     docs/models.md."""
-    flash_attn: str = one_of("off", ("off", "on", "auto"))
+    flash_attn: str = one_of("off", FLASH_ATTN)
     """For ``local`` on ``llama-server``: ``--flash-attn``. Off by default: on 2 cores it prefilled a 10k-token
     prompt 1.4-1.6x faster but generated short-context answers faster in one round and slower in another
     (docs/models.md); it computes attention in another order, so a setting other than ``off`` is part of the

@@ -13,7 +13,14 @@ import re
 
 import pytest
 
-from surfbench.bench.analysis.cache_model import Request, Segment, simulate, slot_cache_counts, summarize
+from surfbench.bench.analysis.cache_model import (
+    Request,
+    Segment,
+    breakpoint_prefix,
+    simulate,
+    slot_cache_counts,
+    summarize,
+)
 from surfbench.bench.analysis.slot_check import compare_requests, compare_tokens
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.models.cache_profiles import (
@@ -255,3 +262,11 @@ def test_the_local_profile_on_recorded_requests_against_per_step_timings():
     assert [s.where for s in result.mismatches] == ["A step 1"]
     with pytest.raises(ValueError, match="B step 0: no llama-server timings"):
         compare_requests(requests, {k: v for k, v in reported.items() if k[0] == "A"})
+
+
+def test_a_breakpoint_prefix_ends_after_the_tool_block_or_the_system_text_whichever_is_longer():
+    """Anthropic's order is tools, system, messages: its breakpoints sit at 1,500 and 1,700 tokens here."""
+    anthropic = profile("anthropic")
+    assert breakpoint_prefix(request("A", 0, 0.0, SYSTEM, TOOLS, USER), anthropic) == 1700
+    assert breakpoint_prefix(request("A", 0, 0.0, SYSTEM, USER), anthropic) == 200  # no tools: after the system text
+    assert breakpoint_prefix(request("A", 0, 0.0, USER), anthropic) == 0  # neither: nothing to cache

@@ -221,15 +221,12 @@ def test_the_caching_table_shows_the_servers_own_share_beside_the_modelled_local
     """A llama-server run: the measured share (its cache_n) sits beside the single-slot model's; within a point here
     (the model misses 5 of 1,973 tokens on one request: tests/bench/test_slot_check_recorded.py). A scripted run
     reports no cache, so the column is left out."""
+    from surfbench.bench.base.markdown import tables_by_heading
     from surfbench.bench.report.report import markdown
     from surfbench.bench.report.report_data import collect
 
     def caching_rows(run: Path) -> list[dict[str, str]]:
-        text = markdown(collect([run]), {})
-        part = text.split("## Prompt caching per provider profile (modelled)")[1].split("\n## ")[0]
-        lines = [line for line in part.splitlines() if line.startswith("|") and not line.startswith("|---")]
-        head = [c.strip() for c in lines[0].strip("|").split("|")]
-        return [dict(zip(head, (c.strip() for c in line.strip("|").split("|")), strict=True)) for line in lines[1:]]
+        return tables_by_heading(markdown(collect([run]), {}))["Prompt caching per provider profile (modelled)"]
 
     (row,) = caching_rows(ROOT / "tests" / "fixtures" / "runs" / "llama-server-forge-core")
     measured, local = (float(row[k].rstrip("%")) for k in ("cached (measured)", "cached (local)"))
