@@ -147,7 +147,10 @@ def test_six_processes_of_1_4_gb_share_one_cap_in_a_cgroup():
     backend.reset()
     assert backend.sandbox is not None
     result, most = _six_processes(backend.sandbox)
-    assert 1400 * MB <= most <= 2048 * MB, (most, result.summary())  # one holds its 1.4 GB, never two at once
+    # one holds its 1.4 GB, never two at once (2.8 GB). The outside sampler reads each process's RssAnon in turn, not
+    # at one instant, so a sum can catch one process just before the kernel kills it and the next just after it grew:
+    # CI once saw 2048 MB + 228 KB. The cgroup's own peak, read atomically below, is held to the cap exactly.
+    assert 1400 * MB <= most <= 2048 * MB + 16 * MB, (most, result.summary())
     assert "held 1400" in result.stdout and "Killed" in result.stderr
     assert result.error_type == "memory_exceeded" and result.summary().startswith("[exit ")
     assert "[memory limit: " in result.summary().splitlines()[0]
