@@ -22,7 +22,7 @@ setup: $(SETUP_STAMP)
 $(SETUP_STAMP): pyproject.toml setup.py Makefile
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "surfbench needs Python >= 3.11")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "setup: installing surfbench into $(VENV); the first time pip builds llama.cpp's server and llama-cpp-python (about 11 minutes on 2 cores)"
+	@echo "setup: installing surfbench into $(VENV); the first time pip builds llama.cpp's server and llama-cpp-python (about 14 minutes on 2 cores)"
 	@# setuptools now writes its egg-info to build/ (setup.py); one left at the checkout root by an older
 	@# checkout would hide new entry points (surface kinds, suites) whenever the checkout is on sys.path
 	rm -rf surfbench.egg-info
