@@ -9,7 +9,7 @@ Python binding's server (one request at a time, no cache report).
 A :class:`LocalServer` picks a free port, starts the server for one GGUF, waits until it answers, and
 stops it on exit, on error, on SIGINT or SIGTERM (the CLI turns SIGTERM into an exception so that
 ``finally`` runs). The child also gets ``PR_SET_PDEATHSIG``: if the harness itself is killed with
-SIGKILL, the kernel ends the server too. No orphan process, ever.
+SIGKILL, the kernel kills the server too (SIGKILL: it has nothing to save). No orphan process, ever.
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ def free_port() -> int:
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     PR_SET_PDEATHSIG = 1
     with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        # SIGKILL, not SIGTERM: llama-server answers SIGTERM by finishing the step in flight first, which under a
+        # loaded machine outlived the harness by over 20 s (CI of f7507a9f); an orphan has nothing left to save
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 @dataclass(frozen=True)
