@@ -46,8 +46,9 @@ def free_port() -> int:
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     PR_SET_PDEATHSIG = 1
     with contextlib.suppress(Exception):
-        # SIGKILL, not SIGTERM: llama-server answers SIGTERM by finishing the step in flight first, which under a
-        # loaded machine outlived the harness by over 20 s (CI of f7507a9f); an orphan has nothing left to save
+        # SIGKILL, not SIGTERM: with SIGTERM an orphaned llama-server outlived the harness by over 20 s on a loaded
+        # machine (CI of f7507a9f), most likely because it finishes the step in flight first (not traced); an
+        # orphan has nothing left to save
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
