@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from surfbench.bench.base.atomic import write_atomic
 
 
 def _ints(text: str) -> list[int]:
@@ -66,15 +67,15 @@ def _retrieval(args: argparse.Namespace) -> int:
         print(line)
     if out is not None:
         records = [flat(r) for r in rows]
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=out.parent, delete=False, suffix=".tmp", newline="") as fh:
-            if out.suffix == ".json":
-                json.dump(records, fh, indent=1)
-            else:
-                writer = csv.DictWriter(fh, fieldnames=list(records[0]))
-                writer.writeheader()
-                writer.writerows(records)
-        os.replace(fh.name, out)
+        if out.suffix == ".json":
+            text = json.dumps(records, indent=1)
+        else:
+            buf = io.StringIO(newline="")
+            writer = csv.DictWriter(buf, fieldnames=list(records[0]))
+            writer.writeheader()
+            writer.writerows(records)
+            text = buf.getvalue()
+        write_atomic(out, text)
         print(f"wrote {out}")
     return 0
 

@@ -10,17 +10,17 @@ surface (its total minus the same surface's over the catalog without them).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
 import json
-import os
 import statistics
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from surfbench.bench.base.atomic import write_atomic
 from surfbench.bench.base.config import SurfaceConfig
 from surfbench.bench.base.paths import cache_root
 from surfbench.bench.catalog.catalog import Catalog
@@ -154,17 +154,8 @@ class TokenTotals:
         if not self.added or self.path is None:
             return
         known = {**self._read(), **self.known}  # keep what a concurrent report wrote meanwhile
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        except OSError:
-            return
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(known, fh)
-            os.replace(tmp, self.path)
-        except OSError:
-            Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            write_atomic(self.path, json.dumps(known))
 
 
 def _tiktoken_version() -> str:
@@ -325,12 +316,4 @@ def write_rows(rows: Sequence[SurfaceRow], path: Path) -> None:
         text = buf.getvalue()
     else:
         raise ValueError(f"--out must end in .csv or .json, got {path.name!r}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, text)

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from surfbench.bench.base.atomic import write_atomic
 from surfbench.bench.base.bounded import read_text
 from surfbench.bench.base.secrets import redact
 from surfbench.bench.base.taxonomy import ErrorType
@@ -94,25 +95,11 @@ def _flatten(row: RowLike) -> dict[str, Any]:
     return out
 
 
-def _atomic_write_bytes(path: Path, writer: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Not tempfile.mkstemp: it makes 0600 files whatever the umask, so that others sharing a run folder
-    # could not read them. Created like open() does (0666 less the umask, a default ACL applies).
-    tmp = str(path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+def _atomic_write_bytes(path: Path, writer: Callable[[str], None]) -> None:
     try:
-        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        write_atomic(path, writer)
     except OSError as exc:
         raise ResultsError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        writer(tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise ResultsError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
 
 
 GROUP_MARK = "+"  # part-<first key>+<n more>-<id>.parquet holds a group of episodes
