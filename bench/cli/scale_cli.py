@@ -32,7 +32,9 @@ def add_scale_commands(sub: Any) -> None:
     p.add_argument("--k", type=_ints, default=[1, 3, 5, 10], help="cut-offs for recall@k (default 1,3,5,10)")
     p.add_argument("--grow", type=int, default=None, metavar="N", help="grow the catalog to N operations first")
     p.add_argument("--seed", type=int, default=0, help="seed of the distractor draw (with --grow)")
-    p.add_argument("--split", default="all", choices=["dev", "test", "all"], help="tasks of this split (default all)")
+    from surfbench.bench.suites.suite_model import SPLITS
+
+    p.add_argument("--split", default="all", choices=[*SPLITS, "all"], help="tasks of this split (default all)")
     p.add_argument("--threshold", type=float, default=0.0, help="least score of a shown hit (as the surfaces)")
     p.add_argument("--min-k", type=int, default=0, help="show at least this many hits (as the surfaces' min_k)")
     p.add_argument("--out", default=None, help="also write the rows to FILE.csv or FILE.json")

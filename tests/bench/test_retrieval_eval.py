@@ -113,3 +113,14 @@ def test_retrieval_command_refuses_a_bad_retriever_without_a_traceback():
     )  # fmt: skip
     assert proc.returncode == 2
     assert "unknown retriever 'bm26'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_retrieval_command_reads_the_synthesized_split():
+    """`init --mcp`, then `synth`, then `retrieval --split synth`: the recipe's tasks are the synthesized ones."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "surfbench", "retrieval", "--suite", "forge", "--split", "synth", "--retriever", "bm25",
+         "--k", "5"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "forge, split synth" in proc.stdout and "R@5" in proc.stdout
