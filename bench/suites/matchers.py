@@ -3,7 +3,9 @@
 A matcher for one argument is:
 
 - a list of acceptable values (``["open", "all"]``); ``""`` in the list means the argument may be
-  omitted. A bare scalar is shorthand for a one-element list.
+  omitted, and then ``""`` or null is taken as omitting it (as BFCL's checker does). A bare scalar is
+  shorthand for a one-element list. An acceptable value that is itself a list matches a list item by
+  item, and its items may be matchers (``[[{$regex: "^fix"}, b]]``: two items, the first by pattern).
 - ``{$regex: PATTERN}`` (search, case-insensitive), ``{$approx: X, $tol: T}`` (numeric tolerance),
   ``{$set: [...]}`` (a list in any order), ``{$any: true}`` (any value, or omitted),
   ``{$list: [m1, m2]}`` (a list whose items match in order).
@@ -78,10 +80,15 @@ def match_value(matcher: Any, actual: Any, path: str = "") -> list[Mismatch]:
     if isinstance(matcher, Mapping):
         return match_object(matcher, actual, path)
     choices = matcher if isinstance(matcher, list) else [matcher]
+    if "" in choices and actual in ("", None):
+        return []  # BFCL: "" means the argument may be omitted, and an empty value (or null) omits it
     choices = [c for c in choices if c != ""]
     for choice in choices:
         if is_operator(choice) or isinstance(choice, Mapping):
             if not match_value(choice, actual, path):
+                return []
+        elif isinstance(choice, list):  # a list value whose items may be matchers ([[{$regex: ...}, b]])
+            if not _match_operator({"$list": [[item] for item in choice]}, actual, path):
                 return []
         elif scalar_equal(choice, actual):
             return []
@@ -173,6 +180,8 @@ def example_value(matcher: Any) -> Any:
     if not concrete:
         return _MISSING
     first = concrete[0]
+    if isinstance(first, list):
+        return [example_value(m) if isinstance(m, Mapping) else m for m in first]
     return example_value(first) if isinstance(first, Mapping) else first
 
 

@@ -45,3 +45,24 @@ def test_example_args_for_oracle():
         "b": "x",
         "c": [1],
     }
+
+
+def test_may_be_omitted_takes_an_empty_value_as_omitted_like_bfcl():
+    """BFCL's `""` means the argument may be omitted; its checker takes a call passing "" the same way."""
+    m = {"city": "Paris", "unit": ["units", ""]}
+    assert errs(m, {"city": "Paris", "unit": ""}) == []
+    assert errs(m, {"city": "Paris", "unit": None}) == []
+    assert errs(m, {"city": "Paris", "unit": "miles"}) == [("unit", "wrong_value")]
+    assert errs({"city": "Paris"}, {"city": ""}) == [("city", "wrong_value")]  # required: "" is a wrong value
+
+
+def test_a_list_value_may_hold_matchers():
+    """The documented `[[...]]` form (an acceptable value that is a list) can hold `$regex` and nested objects."""
+    m = {"obs": [[{"$regex": "^works at"}, "likes tea"]]}
+    assert errs(m, {"obs": ["Works at Acme", "likes tea"]}) == []
+    assert errs(m, {"obs": ["lives in Oslo", "likes tea"]}) == [("obs", "wrong_value")]
+    assert errs(m, {"obs": ["Works at Acme"]}) == [("obs", "wrong_value")]
+    objects = {"entities": [[{"name": "Bob", "type": {"$regex": "person"}}]]}
+    assert errs(objects, {"entities": [{"name": "bob", "type": "Person"}]}) == []
+    assert errs(objects, {"entities": [{"name": "Bob", "type": "Person", "x": 1}]}) == [("entities", "wrong_value")]
+    assert example_args({"labels": [[{"$set": [1, 2]}, "b"]]}) == {"labels": [[1, 2], "b"]}  # the oracle's replay
