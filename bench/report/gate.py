@@ -26,9 +26,10 @@ with the paired N that would suffice), or ``no evidence``: the runs hold nothing
 criterion on a surface without help payloads, a ratio whose baseline cell is missing, no paired tasks). Missing
 evidence is never a pass: it counts like inconclusive.
 Per candidate and model: any decisive ``fail`` with ``on_fail: close`` -> close; else any fail, inconclusive,
-underpowered or no evidence -> revise; else ship. A candidate's decision is its worst over models. Exit code: 0 only
-when every candidate ships, 1 if the worst is revise, 2 if any closes (bench.report.gate_exit: each candidate's own
-in ``--json``), and 2 with one error line (no table) when the criteria
+underpowered or no evidence -> revise; else ship. A drop criterion never passes on fewer than ``MIN_PASS_PAIRS`` paired
+tasks (it is ``underpowered``, with the count), however its interval lies. A candidate's decision is its worst over
+models. Exit code: 0 only when every candidate ships, 1 if the worst is revise, 2 if any closes
+(bench.report.gate_exit: each candidate's own in ``--json``), and 2 with one error line (no table) when the criteria
 file or a run cannot be read, or a run's run.json is malformed or records another run's cells
 (bench.store.evidence): a broken run record is never judged, so no criterion turns "no evidence" for want of one.
 Runs of a scripted model (run.json's cells, ``provider: scripted``) are listed in ``GateResult.scripted``: the
@@ -46,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 from surfbench.bench.analysis.cache_requests import effective_costs
 from surfbench.bench.analysis.compare import Paired, paired_comparisons
 from surfbench.bench.analysis.metrics import METRICS, Metric, summarize_cell
+from surfbench.bench.analysis.sequential import BATCH
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.catalog.limits import recorded_originals
 from surfbench.bench.report.gate_criteria import KINDS, Criterion, load_criteria
@@ -59,6 +61,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 NO_EVIDENCE = "no evidence"
+MIN_PASS_PAIRS = BATCH
+"""Fewest paired tasks on which a drop criterion may pass: the pairs the sequential gate takes before its first look."""
 DECISIONS = ("ship", "revise", "close")
 
 
@@ -337,7 +341,12 @@ def _drop_verdict(c: Criterion, cand: str, model: str, metric: Metric, pair: Pai
         needed = math.ceil(pair.pairs * (d.mde / c.value) ** 2) if c.value > 0 else None
         outcome = "underpowered"
         observed += f"; threshold below the MDE: about {needed} paired tasks x repeats needed" if needed else ""
-    if outcome == "pass" and room <= c.value:
+    if outcome == "pass" and pair.pairs < MIN_PASS_PAIRS:
+        # a percentile bootstrap over a handful of pairs is far narrower than the truth (5 pairs gave [-60, -0]
+        # with an MDE of 56 pts): too few to show that no drop of the threshold's size is there
+        observed += f"; only {pair.pairs} paired tasks: a pass needs at least {MIN_PASS_PAIRS}"
+        outcome = "underpowered"
+    elif outcome == "pass" and room <= c.value:
         # the baseline is too weak to lose more than the allowed drop: no test can fail, so none passes
         shown = d.baseline or 0.0
         observed += (

@@ -115,3 +115,24 @@ def test_a_baseline_too_weak_to_show_a_drop_makes_the_gate_inconclusive():
     drop = [v for v in result.verdicts if v.criterion == "first_try_drop_max"]
     assert drop and all(v.outcome == "inconclusive" and "cannot show" in v.observed for v in drop)
     assert result.decisions == {"dispatcher": "revise", "core": "revise"} and result.exit_code == 1
+
+
+def test_a_drop_criterion_does_not_pass_on_a_handful_of_pairs(
+    configs: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys,
+):
+    """A newcomer's stopped run held 5 pairs; the fixed-N gate passed "at most 5 points below" on a bootstrap
+    interval of them that the sequential gate left open. Below ten pairs a drop criterion is underpowered."""
+    proc = surfbench(
+        configs, "-m", "surface=full,core", "model=oracle", "limit=5", f"results_dir={tmp_path}", "run=few"
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    monkeypatch.setenv("SURFBENCH_CONFIGS", str(configs))
+    gate = tmp_path / "g.yaml"
+    gate.write_text("name: t\nbaseline: full\ncriteria:\n  - {kind: first_try_drop_max, value: 0.05, on_fail: close}\n")
+    assert cli(["gate", "--criteria", str(gate), str(tmp_path / "few"), "--allow-scripted"]) == 1
+    out = capsys.readouterr().out
+    assert "only 5 paired tasks: a pass needs at least 10" in out
+    assert "decision for core: REVISE" in out
