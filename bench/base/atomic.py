@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def staged(path: Path, data: bytes | str | Callable[[str], None]) -> str:
+def staged(path: Path, data: bytes | str | Callable[[str], object]) -> str:
     """``data`` in a new temporary file beside ``path``; returns its name, to rename over ``path``.
 
     ``data`` is the file's bytes, its text (UTF-8, newlines as given), or a function that writes the file
@@ -41,7 +41,7 @@ def staged(path: Path, data: bytes | str | Callable[[str], None]) -> str:
     return tmp
 
 
-def write_atomic(path: Path, data: bytes | str | Callable[[str], None]) -> None:
+def write_atomic(path: Path, data: bytes | str | Callable[[str], object]) -> None:
     """Write ``path`` whole (see :func:`staged`): the old file, or none, stays in place on any failure."""
     tmp = staged(path, data)
     try:

@@ -95,7 +95,7 @@ def _flatten(row: RowLike) -> dict[str, Any]:
     return out
 
 
-def _atomic_write_bytes(path: Path, writer: Callable[[str], None]) -> None:
+def _atomic_write_bytes(path: Path, writer: Any) -> None:
     try:
         write_atomic(path, writer)
     except OSError as exc:
