@@ -25,6 +25,7 @@ from surfbench.bench.report.report_data import (
     KIND_ORDER,
     PAIRED_HEAD,
     PASS_K_HEAD,
+    CellRow,
     ReportData,
     cell_head,
     cell_table,
@@ -46,7 +47,7 @@ def report_sections(data: ReportData, figures: Mapping[str, str], viewer: str | 
     """
     head = cell_head(data)  # CELL_HEAD and the optional columns (partial credit, policy) some cell has
     cells = link_cells_table(cell_table(data, optional=True), data.cells, head, viewer)
-    sections = [Section("Surfaces x models", table=(head, cells))]
+    sections = [Section("Surfaces x models", uneven_cells_note(data), table=(head, cells))]
     if data.paired:
         sections.append(
             Section(
@@ -89,6 +90,32 @@ def report_sections(data: ReportData, figures: Mapping[str, str], viewer: str | 
     if figures:
         sections.append(Section("Figures", figures=tuple(figures.items())))
     return [section for section in sections if not section.empty]  # e.g. per operation, without expected calls
+
+
+def uneven_cells_note(data: ReportData) -> str:
+    """A warning when a suite's cells ran different tasks (a run stopped early).
+
+    Their rows then average over different tasks, and only the paired table compares like with like. Repeats do
+    not count: the task ids do.
+    """
+    by_suite: dict[str, list[CellRow]] = {}
+    for cell in data.cells:
+        by_suite.setdefault(str(cell.keys.get("suite", "")), []).append(cell)
+    notes = []
+    for suite, cells in by_suite.items():
+        if len({c.tasks for c in cells}) > 1:
+            models = len({c.keys.get("model") for c in cells}) > 1
+            counts = ", ".join(
+                f"{c.keys.get('surface')}{' (' + str(c.keys.get('model')) + ')' if models else ''} {len(c.tasks)}"
+                for c in cells
+            )
+            where = f" in {suite}" if len(by_suite) > 1 else ""
+            notes.append(
+                f"**Cells ran different tasks{where}** (a run stopped early, by hand or by a sequential decision; "
+                f"tasks per cell: {counts}). Their rows average over different tasks and do not compare; the paired "
+                "table compares the tasks both cells ran."
+            )
+    return "\n\n".join(notes)
 
 
 def markdown(data: ReportData, figures: Mapping[str, str], viewer: str | None = None) -> str:

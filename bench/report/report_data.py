@@ -52,6 +52,8 @@ class CellRow:
     """Episodes not run: their first request could not fit the model's context window (bench.run.fit)."""
     cache: dict[str, Any] = field(default_factory=dict)
     """Profile name -> the cell's CacheCell (bench.analysis.cache_model), where its requests could be replayed."""
+    tasks: frozenset[str] = frozenset()
+    """The ids of the tasks the cell ran (cells with other tasks do not compare row by row)."""
 
 
 @dataclass
@@ -120,6 +122,7 @@ def cell_rows(frame: pd.DataFrame) -> list[CellRow]:
                 tools_shown=float(shown.mean()) if len(shown) else None,
                 pass_k=pass_k(records),
                 does_not_fit=int(group["error"].fillna("").astype(str).str.startswith(DOES_NOT_FIT_PREFIX).sum()),
+                tasks=frozenset(group["task_id"].astype(str)),
             )
         )
     rows.sort(

@@ -195,3 +195,34 @@ def test_a_wide_table_scrolls_inside_its_box():
     page = html_page(data, {})
     assert page.count("<table>") == page.count('<div class="scroll"><table>') > 0
     assert ".scroll{overflow-x:auto;max-width:100%}" in page
+
+
+def test_cells_that_ran_different_tasks_are_flagged_above_the_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A stopped sequential run's report compared cells of 10, 8, 5 and 5 episodes side by side with no word; repeats
+    of the same tasks (the fixture run's full x2) are not uneven, other tasks are."""
+    from surfbench.bench.cli.scaffold import ORACLE_MODEL
+    from surfbench.bench.models import ModelPool
+    from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
+    from surfbench.bench.store.results import RunStore
+
+    monkeypatch.setenv("SURFBENCH_SUITES", str(FIXTURES))
+    model = {**ORACLE_MODEL, "script_suite": str(FOLDER)}
+
+    def run(specs: list[CellSpec], name: str) -> str:
+        cells = [resolve_cell(spec, None, model) for spec in specs]
+        store = RunStore(tmp_path / name, commit_interval_s=0.0)
+        store.prepare()
+        store.write_run_info({"cells": [cell.provenance() for cell in cells]})
+        for cell in cells:
+            run_cell(cell, ModelPool(None), store, "run", client=WrongFirstCreate())  # type: ignore[arg-type]
+        return markdown(collect([str(store.root)], baseline="full"), {})
+
+    full, core = (
+        CellSpec(str(FOLDER), "full", "oracle", split="all"),
+        CellSpec(str(FOLDER), "core", "oracle", split="all"),
+    )
+    even = run([CellSpec(str(FOLDER), "full", "oracle", split="all", repeats=2), core], "even")
+    assert "Cells ran different tasks" not in even
+    uneven = run([full, CellSpec(str(FOLDER), "core", "oracle", split="all", limit=1)], "uneven")
+    table = uneven.split("## Surfaces x models")[1].split("\n## ")[0]
+    assert "Cells ran different tasks" in table and "tasks per cell: full 4, core 1)" in table
