@@ -12,10 +12,14 @@ as pid 2 and exits when the server does. When a namespace's init ends, the kerne
 process in it: whatever the server started, in its group or in a session of its own, SIGTERM ignored
 or not, dies with it. The init has a parent-death signal of SIGKILL on the guard, so this holds after
 SIGKILL of the guard (or of the harness) too: it needs no cleanup code of ours to run. Only the PID
-namespace is new: no mount namespace, no other network, the same files, working directory,
-environment and capabilities (it is not a sandbox: the git suite's mcp-server-git reads its
-repository, HTTP clients reach the network as before). ``/proc`` is the host's, so the server still
-sees host pids there (``/proc/self`` is its host pid), while ``os.getpid()`` says 2.
+namespace and a **/proc of its own** are new: the init unshares the mount namespace (private, so
+the host's mount table is untouched) and mounts the namespace's proc over ``/proc`` (``own_proc``):
+the server sees only the init and itself there, not the harness (its ``/proc/PID/environ``, where
+keys live, and its command line) nor any other process of the host; ``/proc/self`` is 2. Every other
+mount is the host's: the same files, working directory, environment (the server's own, stripped by
+the client), network and capabilities (it is not a sandbox: the git suite's mcp-server-git reads
+its repository, HTTP clients reach the network as before). Where the kernel refuses that /proc (a
+container whose /proc is partly masked) the host's stays, as it does without a namespace.
 
 Without a namespace (a container that forbids ``unshare``, user namespaces turned off, or
 ``SURFBENCH_MCP_PIDNS=0`` in the harness's environment: ``--no-pidns``) the server is the guard's
@@ -40,8 +44,10 @@ import time
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
 NOT_FOUND = 127
 GRACE_S = 1.0
 """How long what the server left behind may take to leave after SIGTERM, before SIGKILL."""
@@ -158,6 +164,20 @@ def new_pid_namespace() -> bool:
     return _libc.unshare(CLONE_NEWPID) == 0
 
 
+def own_proc() -> bool:
+    """Mount a /proc of our PID namespace over the host's, in a mount namespace of our own; False if refused.
+
+    Called by the namespace's init before it starts the server: the server then sees only the init and
+    itself there, not the harness's environment or command line. The mount stays private (the host's mount
+    table is not touched); every other mount is the host's, as it was. Refused (the host's /proc stays) where
+    the kernel will not mount a proc file system for an unprivileged user: a container whose /proc is
+    partly masked.
+    """
+    if _libc.unshare(CLONE_NEWNS) != 0 or _libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return False
+    return _libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) == 0
+
+
 def _status_code(status: int) -> int:
     code = os.waitstatus_to_exitcode(status)
     return code if code >= 0 else 128 - code
@@ -175,12 +195,13 @@ def _exec(command: list[str]) -> None:
 
 
 def _init(command: list[str]) -> None:
-    """Pid 1 of the namespace: start the server as pid 2, reap orphans, end when the server ends.
+    """Pid 1 of the namespace: mount its own /proc, start the server as pid 2, reap orphans, end when the server ends.
 
     The kernel then SIGKILLs every other process of the namespace.
     """
     for signum in STOP:  # pid 1 ignores a signal it has no handler for: these end the namespace
         signal.signal(signum, lambda signum, frame: os._exit(128 + signum))
+    own_proc()
     server = os.fork()
     if server == 0:
         _exec(command)

@@ -4,7 +4,8 @@ The SDK's own ``stdio_client`` parses each line and drops the text; wire bytes m
 the server sent, so this transport records the raw line of every response by the method it answers
 (``tools/list`` above all). The server starts through :mod:`guard`: its own process group, a
 parent-death signal, and where the kernel allows it its own PID namespace, so that nothing it starts
-(``setsid`` daemons and children that ignore SIGTERM included) outlives its episode or the harness;
+(``setsid`` daemons and children that ignore SIGTERM included) outlives its episode or the harness,
+with a /proc of its own (the harness's environment and command line out of its sight);
 ``SURFBENCH_MCP_PIDNS=0`` turns the namespace off (the guard's process sweep alone then). Stopping a
 server: its stdin closes; one that has not left after ``EXIT_GRACE_S`` gets SIGTERM on its guard (which
 kills everything below it) and, ``EXIT_GRACE_S`` later, SIGKILL on the whole group.

@@ -40,3 +40,30 @@ def processes_with(text: str) -> list[int]:
         if text in cmd and state != "Z":
             found.append(int(entry.name))
     return found
+
+
+def server_pid(guard_pid: int) -> int | None:
+    """The host pid of the server below the guard ``guard_pid`` (below its init, with the PID namespace).
+
+    The server cannot tell it: in the namespace its /proc is its own, where it is pid 2.
+    """
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    todo = list(children.get(guard_pid, []))
+    while todo:
+        pid = todo.pop(0)
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"guard.py" not in cmd:
+            return pid
+        todo += children.get(pid, [])
+    return None

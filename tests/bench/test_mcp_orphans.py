@@ -18,7 +18,7 @@ import yaml
 from surfbench.bench.mcp import guard
 from surfbench.bench.mcp.client import McpClient
 from surfbench.bench.mcp.spec import from_command
-from tests.bench.mcp_helpers import TINY, processes_with, tiny
+from tests.bench.mcp_helpers import TINY, processes_with, server_pid, tiny
 from tests.conftest import ROOT
 
 FORKING = TINY.with_name("forking_server.py")
@@ -40,29 +40,23 @@ PIDNS = _can_unshare_pid()
 needs_pidns = pytest.mark.skipif(not PIDNS, reason="n/a: this kernel refuses PID namespaces (the fallback is tested)")
 
 
-def alive(pid: int, mark: str) -> bool:
-    """``pid`` runs (not a zombie waiting to be collected) and is one of ours (its command line has ``mark``)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace")
-    except (OSError, IndexError):
-        return False
-    return state != "Z" and mark in cmdline
-
-
 def recorded(pidfile: Path) -> list[tuple[str, int]]:
-    """The (kind, pid) lines the forking server's children wrote."""
+    """The (kind, pid) lines the forking server's children wrote (pids as they see them: their namespace's)."""
     if not pidfile.exists():
         return []
     lines = [line.split() for line in pidfile.read_text().splitlines()]
     return [(kind, int(pid)) for kind, pid in lines if kind in ("group", "setsid")]
 
 
-def survivors(pidfile: Path, timeout_s: float = 5.0) -> list[tuple[str, int]]:
-    """The recorded children still alive once the run has ended (waiting up to ``timeout_s`` for them to go)."""
+def survivors(pidfile: Path, timeout_s: float = 5.0) -> list[int]:
+    """Host pids of the server's processes still alive once the run has ended (waiting up to ``timeout_s``).
+
+    Found by command line (the server's and its children's name ``pidfile``): the pids the children recorded
+    are their namespace's (their /proc is their own) where the guard's PID namespace is used.
+    """
     deadline = time.monotonic() + timeout_s
     while True:
-        left = [(kind, pid) for kind, pid in recorded(pidfile) if alive(pid, str(pidfile))]
+        left = processes_with(str(pidfile))
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.05)
@@ -73,9 +67,6 @@ def pidfile(tmp_path: Path) -> Iterator[Path]:
     """Where the children write their pids; whatever survives a test is killed after it, so none leaks."""
     path = tmp_path / "children.pids"
     yield path
-    for _, pid in recorded(path):
-        if alive(pid, str(path)):
-            os.kill(pid, signal.SIGKILL)
     for pid in processes_with(str(path)):
         os.kill(pid, signal.SIGKILL)
 
@@ -148,6 +139,7 @@ def test_killing_surfbench_mid_call_leaves_no_child_of_the_server(
     )
     try:
         wait_for(pidfile, "call sleep", proc)  # the episode's server is inside the 60 s tool call
+        assert len(processes_with(str(pidfile))) >= 3  # the server and both children: found as the check finds them
         os.kill(proc.pid, signum)
         proc.wait(timeout=60)
     finally:
@@ -161,9 +153,12 @@ def test_killing_surfbench_mid_call_leaves_no_child_of_the_server(
 @needs_pidns
 def test_the_server_runs_in_a_pid_namespace_of_its_own_with_the_same_files_and_network() -> None:
     with McpClient(from_command(tiny("ok"))) as client:
-        host_pid = int(client.call_tool("pid", {}).value)
+        assert client.call_tool("pid", {}).value == "2"  # its /proc is its namespace's: /proc/self is 2
+        host_pid = server_pid(client.log.pid)
+        assert host_pid is not None
         status = Path(f"/proc/{host_pid}/status").read_text()
         nspids = next(line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:"))
         assert nspids == [str(host_pid), "2"]  # pid 2 below the guard's init, in a namespace of its own
-        assert os.readlink(f"/proc/{host_pid}/ns/mnt") == os.readlink("/proc/self/ns/mnt")
         assert os.readlink(f"/proc/{host_pid}/ns/net") == os.readlink("/proc/self/ns/net")
+        assert os.readlink(f"/proc/{host_pid}/cwd") == os.getcwd()
+        assert Path(f"/proc/{host_pid}/root{TINY}").read_bytes() == TINY.read_bytes()  # the host's files

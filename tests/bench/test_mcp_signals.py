@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.bench.mcp_helpers import TINY, processes_with, tiny
+from tests.bench.mcp_helpers import TINY, processes_with, server_pid, tiny
 
 HARNESS = f"""
 import sys, time
@@ -18,7 +18,8 @@ from surfbench.bench.mcp.client import McpClient
 from surfbench.bench.mcp.spec import from_command
 client = McpClient(from_command({tiny("ok")!r}))
 client.start()
-print(client.call_tool("pid", {{}}).value, client.log.pid, flush=True)
+client.call_tool("pid", {{}})
+print(client.log.pid, flush=True)
 time.sleep(120)
 """
 
@@ -44,14 +45,15 @@ def test_killing_the_harness_stops_the_server_and_its_guard(signum: signal.Signa
     )
     try:
         assert harness.stdout is not None
-        server_pid, guard_pid = map(int, harness.stdout.readline().split())
-        assert alive(server_pid) and alive(guard_pid)
+        guard_pid = int(harness.stdout.readline())
+        server = server_pid(guard_pid)  # its host pid: in its PID namespace the server sees only its own /proc
+        assert server is not None and alive(server) and alive(guard_pid)
         os.kill(harness.pid, signum)
         harness.wait(timeout=20)
         deadline = time.monotonic() + 10
-        while (alive(server_pid) or alive(guard_pid)) and time.monotonic() < deadline:
+        while (alive(server) or alive(guard_pid)) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not alive(server_pid) and not alive(guard_pid)
+        assert not alive(server) and not alive(guard_pid)
         assert processes_with(str(TINY)) == []
     finally:
         if harness.poll() is None:
