@@ -364,13 +364,14 @@ def oracle_failures(
     ``calls``: filled with each task's calls that reached the backend (op, ok, result), in order.
     ``after``: called with each task's id once its episode is over (one at a time, in order).
     """
+    from surfbench.bench.base.owned import owned_temporary
     from surfbench.bench.models import ModelPool
     from surfbench.bench.models.scripted import OracleClient
     from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
     from surfbench.bench.store.results import RunStore, load_runs
 
     cell = resolve_cell(CellSpec(target, "full", "oracle", split="all"), None, {**ORACLE_MODEL, "script_suite": target})
-    with tempfile.TemporaryDirectory(prefix="surfbench-check-") as tmp:
+    with owned_temporary("surfbench-check-") as tmp:
         store = RunStore(Path(tmp) / "check", commit_interval_s=0.5)
         store.prepare()
         store.write_run_info({"cells": []})

@@ -48,12 +48,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from surfbench.bench.base.owned import owned_tempdir, owned_temporary
 
 # Limits, Result and MB: callers import them from here too
 from surfbench.bench.sandbox.limits import DISK_QUOTA_EXCEEDED, MB, MEMORY_EXCEEDED, Limits, Result, limit_note
@@ -153,7 +154,7 @@ class Sandbox:
         self.groups_made: list[Cgroup] = []
         self.ns_fds: list[int] = []
         self.holder: subprocess.Popen[bytes] | None = None
-        base = Path(tempfile.mkdtemp(prefix="surfbench-ws-"))
+        base = owned_tempdir("surfbench-ws-")  # its owner in its name: a killed run's is swept (base/owned.py)
         base.chmod(0o755)  # the sandbox user must reach work/ inside it
         self.root = base / "work"
         if seed is not None:
@@ -299,7 +300,7 @@ class Sandbox:
             fds.update(zip(("info", "told"), os.pipe(), strict=True))
         peak, oom = None, False
         try:
-            with tempfile.TemporaryDirectory(prefix="surfbench-out-") as tmp:
+            with owned_temporary("surfbench-out-") as tmp:
                 out_path, err_path = Path(tmp) / "out", Path(tmp) / "err"
                 with open(out_path, "wb") as out, open(err_path, "wb") as err:
                     gate = (fds["block"], fds["told"]) if fds else None

@@ -41,7 +41,6 @@ import contextlib
 import fcntl
 import json
 import os
-import socket
 import sys
 import threading
 import time
@@ -52,6 +51,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
+from surfbench.bench.base.owned import HOST as HOST
+from surfbench.bench.base.owned import PIDNS as PIDNS
+from surfbench.bench.base.owned import pid_alive
+from surfbench.bench.base.owned import proc_stat as _proc_stat
 from surfbench.bench.store.results import GROUP_MARK, ResultsError, RunStore, key_stem
 
 
@@ -110,27 +113,6 @@ Taken = Literal["mine", "busy", "done"]
 _LIVE_TOKENS: set[str] = set()  # this process's open Claims: its own pid is alive, but a closed one's claim is not
 
 
-def _pid_namespace() -> str:
-    try:
-        return os.readlink("/proc/self/ns/pid")
-    except OSError:
-        return ""
-
-
-HOST = socket.gethostname()
-PIDNS = _pid_namespace()
-
-
-def _proc_stat(pid: int) -> tuple[str, int] | None:
-    """A process's state letter and start time (clock ticks after boot), or None without /proc."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2 :].split()  # the command name may hold spaces and parentheses
-    return fields[0], int(fields[19])
-
-
 @dataclass(frozen=True)
 class Owner:
     """Who holds a claim."""
@@ -162,21 +144,7 @@ class Owner:
         """Whether the owning process still runs (only meaningful for a local owner)."""
         if self.pid == os.getpid():
             return self.token in _LIVE_TOKENS
-        if self.pid <= 0:
-            return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:  # another user's process: it exists
-            pass
-        stat = _proc_stat(self.pid)
-        if stat is None:
-            return True
-        state, start = stat
-        if state == "Z":  # exited, not yet reaped by its parent
-            return False
-        return self.start is None or start == self.start  # another start time: the pid was reused
+        return pid_alive(self.pid, self.start)  # not a zombie, nor a reused pid (bench/base/owned.py)
 
     def describe(self) -> str:
         """``host:pid``, for messages."""
