@@ -197,7 +197,8 @@ def _batches(jobs: list[Job], tasks: list[dict[str, Any]], record: Any, root: Pa
             )
             new[i] += len(rows)
         pairs = start + len(chunk)
-        result = judge_sequential(gate, [root], batch=record.batch, budget=record.budget)
+        # this look sees the pairs up to it, not every pair stored (a resumed run holds more): its record is the same
+        result = judge_sequential(gate, [root], batch=record.batch, budget=record.budget, upto=pairs)
         record.looks.append(_look(result, pairs))
         _write(root, record)
         print(f"until_decided: after {pairs} pairs: {_progress_line(result)}", file=sys.stderr, flush=True)

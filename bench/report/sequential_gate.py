@@ -163,9 +163,13 @@ def _fixed_n(values: list[float], pairs: int, threshold: float, test: str) -> in
 
 def judge_sequential(
     criteria_path: Path, runs: list[Path], batch: int | None = None, budget: int | None = None,
-    seed: int | None = None, keep_newest: bool = False,
+    seed: int | None = None, keep_newest: bool = False, upto: int | None = None,
 ) -> SequentialGate:  # fmt: skip
-    """Judge the runs: sequential criteria in the pairs' order, the others as the fixed-N gate does."""
+    """Judge the runs: sequential criteria in the pairs' order, the others as the fixed-N gate does.
+
+    ``upto``: the sequential criteria see only the tasks of the first ``upto`` places of the order (a look of
+    ``until_decided``: the pairs up to that look, whatever else the run folder holds, e.g. after a resume).
+    """
     fixed = judge(criteria_path, runs, keep_newest=keep_newest)  # every check of the criteria file and the runs
     spec = load_criteria(criteria_path)
     view = load(*runs, keep_newest=keep_newest)
@@ -175,7 +179,7 @@ def judge_sequential(
     order, source, rec_batch, rec_budget = _order(runs, keys, seed)
     batch = batch or rec_batch or BATCH
     budget = budget or rec_budget
-    position = {key: i for i, key in enumerate(order)}
+    position = {key: i for i, key in enumerate(order[:upto] if upto is not None else order)}
     hot = _hot_ops(view, spec.get("hot_operations"))
     subsets = criterion_subsets(frame, spec["criteria"])  # every criterion: a scoped one claims its suite
     out: list[SequentialVerdict] = []

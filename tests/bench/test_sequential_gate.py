@@ -157,6 +157,33 @@ def test_a_run_until_decided_stops_at_its_budget_and_resumes(configs: Path, tmp_
     assert record["budget"] == 20 and record["stopped"].startswith("budget of 20 pairs spent")
 
 
+def test_a_resumed_run_until_decided_records_the_looks_of_an_uninterrupted_one(configs: Path, tmp_path: Path):
+    """Issue 49, point 7: each look is judged on the pairs up to it, not on every pair stored by then.
+
+    The interrupted run is one killed after storing pairs beyond its last look (here: every task on both
+    surfaces, stored first), then run again with the same command: its sequential.json must be the
+    uninterrupted run's, look for look.
+    """
+    gate = tmp_path / "tokens.yaml"
+    gate.write_text(TOKENS)
+    whole = _run(configs, tmp_path / "a", gate, "budget=50")
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    ahead = surfbench(
+        configs, "-m", "surface=full,dispatcher", "model=oracle", "split=all", f"limit={TASKS}",
+        f"results_dir={tmp_path / 'b'}", "run=u",
+    )  # fmt: skip
+    assert ahead.returncode == 0, ahead.stderr[-3000:]
+    resumed = _run(configs, tmp_path / "b", gate, "budget=50")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    first, again = read_record(tmp_path / "a" / "u"), read_record(tmp_path / "b" / "u")
+    assert first is not None and again is not None and len(first.looks) > 1  # decided after the first look
+    assert again.looks == first.looks and again.stopped == first.stopped
+    for look in again.looks:
+        assert all(d["pairs"] <= look["pairs"] for d in look["decided"].values()), look
+    lines = [line for line in resumed.stderr.splitlines() if line.startswith("until_decided: after ")]
+    assert lines == [line for line in whole.stderr.splitlines() if line.startswith("until_decided: after ")]
+
+
 def test_a_run_until_decided_needs_every_compared_surface(configs: Path, tmp_path: Path):
     gate = tmp_path / "tokens.yaml"
     gate.write_text(TOKENS)
