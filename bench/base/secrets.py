@@ -141,13 +141,21 @@ def url_passwords(text: str) -> list[str]:
     return found + [unquote(p) for p in found if unquote(p) != p]
 
 
+def register_url_passwords(value: str, name: str) -> None:
+    """Treat as secret the password of every ``scheme://user:password@host`` in the setting ``name``'s value.
+
+    A setting is not free text: unlike :func:`register_text` a short password is registered too.
+    """
+    for password in url_passwords(value):
+        register(password, f"{name} password")
+
+
 def register_environment(environ: dict[str, str] | None = None) -> None:
     """Treat as secret every credential-named environment variable and every URL password in one."""
     for name, value in (os.environ if environ is None else environ).items():
         if is_credential_name(name):
             register(value, name)
-        for password in url_passwords(value):
-            register(password, f"{name} password")
+        register_url_passwords(value, name)
 
 
 def register_overrides(overrides: Iterable[str]) -> None:
@@ -165,8 +173,7 @@ def register_overrides(overrides: Iterable[str]) -> None:
         if is_credential_name(key):
             for piece in (value, *value.split(",")):
                 register(_unquoted(piece.strip()), key)
-        for password in url_passwords(value):
-            register(password, f"{key} password")
+        register_url_passwords(value, key)
 
 
 def _unquoted(value: str) -> str:

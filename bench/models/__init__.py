@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from surfbench.bench.base.config import ConfigError, read_group_config, shown
+from surfbench.bench.base.secrets import register_url_passwords
 from surfbench.bench.models.cache import ResponseCache
 from surfbench.bench.models.client import ModelError
 from surfbench.bench.models.local import ModelUnavailable
@@ -42,6 +43,8 @@ def model_config(name: str, data: dict[str, Any] | None = None) -> ModelConfig:
         data = shipped = read_group_config("model", name)
     where = f"configs/model/{name}.yaml"
     data = {k: v for k, v in data.items() if k != "name"}
+    # a password in the file's api_base is as secret as one given as an override (which session.py registers)
+    register_url_passwords(str(data.get("api_base") or ""), "model.api_base")
     unknown = set(data) - MODEL_KEYS
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(MODEL_KEYS)}")

@@ -28,6 +28,7 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from surfbench.bench.base.concurrency import EndpointGate, EndpointRing, park
+from surfbench.bench.base.secrets import redact
 from surfbench.bench.catalog.wire import compact_json
 from surfbench.bench.models.cache import ResponseCache, request_hash
 from surfbench.bench.models.cost import call_cost, call_usage, prices
@@ -267,7 +268,7 @@ class LiteLLMClient:
                 if not _transient(exc) or attempt >= self.retries:
                     where = f" at {self.api_base}" if self.api_base else ""
                     unreachable = _in_chain(exc, "Connection error", "Connect")
-                    message = (
+                    message = redact(  # an api_base's password, a key the provider quoted back: never in an error
                         f"{self.model}{where}: call {'unreachable' if unreachable else 'failed'} after "
                         f"{attempt + 1} attempt(s): {type(exc).__name__}: {_first_line(exc)}"
                     )

@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from surfbench.bench.base.secrets import redact
 from surfbench.bench.run.runner import Cell, ProgressFn
 from surfbench.bench.score.scorer import does_not_fit
 
@@ -72,13 +73,12 @@ def plain_progress(stream: TextIO | None = None) -> ProgressFn:
             print(f"{label}: {done}/{total} episodes already done", file=out, flush=True)
             return
         eta, rate = tracker.step(cell, done, total, episode)
-        print(
+        line = (
             f"[{done}/{total}] {label} {episode['task_id']}: {outcome(episode)}; first-try "
             f"{episode['first_try_correct']}/{episode['expected_calls']}, {episode['round_trips']} steps, "
-            f"{episode['wall_s']:.1f}s, ETA {_eta(eta)}, {rate:.0f} tok/s",
-            file=out,
-            flush=True,
+            f"{episode['wall_s']:.1f}s, ETA {_eta(eta)}, {rate:.0f} tok/s"
         )
+        print(redact(line), file=out, flush=True)  # the episode's own error, unredacted until it is stored
 
     return report
 

@@ -221,3 +221,63 @@ def test_url_passwords_are_redacted_anywhere_and_overrides_by_key(monkeypatch):
     )
     big = "a" * 1_000_000 + "://" + "b" * 1_000_000  # linear: no backtracking blow-up on long words
     assert secrets.redact(big) == big
+
+
+# ------------------------------------------------------------------------------------------------------
+# Round four (issue 49): the plain progress line, and a password in a model config file's api_base.
+
+FILE_PASSWORD = "cfg-planted-pw-5150"  # in configs/model/stub.yaml's api_base, given nowhere else
+
+
+def always_5xx(n: int, body: dict, headers: dict) -> tuple[int, dict]:
+    return 503, {"error": {"message": "upstream unavailable", "type": "server"}}
+
+
+def test_the_plain_progress_line_does_not_print_an_api_base_password(tmp_path: Path):
+    """An endpoint that keeps answering 5xx ends the episode with a harness error naming the model's address;
+    `progress=plain` printed it with the password in it (the stored rows were redacted)."""
+    with OpenAIStub(always_5xx) as stub:
+        configs = stub_model_config(tmp_path, stub.api_base)
+        api_base = stub.api_base.replace("http://", f"http://user:{API_BASE_PASSWORD}@")
+        proc = run_surfbench(
+            tmp_path, configs, "suite=forge", "surface=core", "limit=1", "progress=plain",
+            f"model.api_base={api_base}",
+        )  # fmt: skip
+    assert stub.requests, "the endpoint was not called"
+    assert "harness error" in proc.stderr, proc.stderr[-3000:]
+    assert API_BASE_PASSWORD not in proc.stderr + proc.stdout
+    assert "[redacted" in proc.stderr
+
+
+def test_a_password_in_a_model_config_files_api_base_is_a_secret(tmp_path: Path):
+    """The password inside a config file's api_base was never registered: when the model echoed it, it landed in the
+    transcript, the tables, the response cache and exported viewer pages. Given as an override it was redacted."""
+
+    def echo_address(n: int, body: dict, headers: dict) -> tuple[int, dict]:
+        said = f"the endpoint's password is {FILE_PASSWORD}"  # alone: no URL around it to give it away
+        if body["messages"][-1]["role"] == "user":
+            args = {"owner": "acme", "repo": "web", "index": 3, "note": said}
+            return 200, chat_reply(tool_calls=[tool_call("issue_get", args)])
+        return 200, chat_reply(content=f"Done. {said}")
+
+    with OpenAIStub(echo_address) as stub:
+        api_base = stub.api_base.replace("http://", f"http://user:{FILE_PASSWORD}@")
+        configs = stub_model_config(tmp_path, api_base)
+        proc = run_surfbench(tmp_path, configs, "suite=forge", "surface=full", "limit=1", "progress=plain")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert all(h.get("authorization", "").startswith("Basic ") for _, h in stub.requests), "api_base not used"
+        exported = tmp_path / "exported"
+        view = subprocess.run(
+            [sys.executable, "-m", "surfbench", "view", str(tmp_path / "results" / "x"), "--export", str(exported)],
+            cwd=ROOT, capture_output=True, text=True, timeout=300,
+            env={**os.environ, "SURFBENCH_CONFIGS": str(configs), "SURFBENCH_CACHE": str(tmp_path / "cache")},
+        )  # fmt: skip
+    assert view.returncode == 0, view.stderr[-2000:]
+    results, cache = tmp_path / "results", tmp_path / "cache"
+    assert any(cache.rglob("*.json")) and any(exported.rglob("*.html"))
+    transcript = "".join(p.read_text() for p in (results / "x").rglob("*.jsonl"))
+    assert "[redacted" in transcript, "the echo did not reach the transcript"
+    leaks = leaks_in(
+        [results, cache, exported], {"stdout": proc.stdout + view.stdout, "stderr": proc.stderr}, [FILE_PASSWORD]
+    )
+    assert not leaks, f"the config file's api_base password leaked: {leaks}"
