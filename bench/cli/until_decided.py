@@ -21,6 +21,7 @@ run one at a time; each holds its own KV cache (the weights are one file, mapped
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -186,15 +187,18 @@ def _batches(jobs: list[Job], tasks: list[dict[str, Any]], record: Any, root: Pa
     needed = list(range(len(jobs)))
     result: SequentialGate | None = None
     pairs = 0
+    pace = _Pace()
     for start in range(0, record.budget, record.batch):
         chunk = record.order[start : min(start + record.batch, record.budget)]
         for i in needed:
             job = jobs[i]
             reps = range(job.cell.spec.repeats)
             only = {job.cell.episode_key(tasks[i][k], r) for k in chunk for r in reps}
+            t0 = time.monotonic()
             rows = run_cell(
                 job.cell, job.pool, job.store, job.run_name, progress=make_progress(job.settings.progress), only=only
             )
+            pace.add(len(rows), time.monotonic() - t0)
             new[i] += len(rows)
         pairs = start + len(chunk)
         # this look sees the pairs up to it, not every pair stored (a resumed run holds more): its record is the same
@@ -206,6 +210,15 @@ def _batches(jobs: list[Job], tasks: list[dict[str, Any]], record: Any, root: Pa
             record.stopped = f"every criterion decided after {pairs} pairs per comparison"
             break
         needed = _still_needed(jobs, result)
+        left = (record.budget - pairs) * sum(jobs[i].cell.spec.repeats for i in needed)
+        if left and pace.per_episode is not None:
+            print(
+                f"until_decided: at most {left} more episodes ({record.budget - pairs} pairs x {len(needed)} cells) "
+                f"to the budget, about {_duration(left * pace.per_episode)} at this run's pace "
+                f"({pace.per_episode:.0f} s per episode); it stops sooner when every criterion is decided",
+                file=sys.stderr,
+                flush=True,
+            )
     else:
         left = ", ".join(f"{v.candidate}/{v.model} {v.criterion.label}" for v in result.undecided) if result else ""
         record.stopped = f"budget of {record.budget} pairs spent; undecided: {left}"
@@ -214,6 +227,26 @@ def _batches(jobs: list[Job], tasks: list[dict[str, Any]], record: Any, root: Pa
         print(format_sequential(result))
     print(f"until_decided: stopped: {record.stopped}")
     return new
+
+
+class _Pace:
+    """Seconds per episode run by this invocation (episodes a resumed run found stored take no time)."""
+
+    def __init__(self) -> None:
+        self.episodes, self.seconds = 0, 0.0
+
+    def add(self, episodes: int, seconds: float) -> None:
+        if episodes:
+            self.episodes, self.seconds = self.episodes + episodes, self.seconds + seconds
+
+    @property
+    def per_episode(self) -> float | None:
+        return self.seconds / self.episodes if self.episodes else None
+
+
+def _duration(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{max(minutes, 1)} min"
 
 
 def _look(result: SequentialGate, pairs: int) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -148,6 +149,12 @@ def test_a_run_until_decided_stops_at_its_budget_and_resumes(configs: Path, tmp_
         proc.stdout
     )
     assert "underpowered at budget" in proc.stdout and len(load_runs([tmp_path / "u"])) == 40
+    # after the first look, how long the rest may take (issue 50: a newcomer's run showed no estimate)
+    assert re.search(
+        r"until_decided: at most 20 more episodes \(10 pairs x 2 cells\) to the budget, about \d+ min at this "
+        r"run's pace \(\d+ s per episode\)",
+        proc.stderr,
+    ), proc.stderr[-2000:]
     again = _run(configs, tmp_path, gate, "budget=20")
     assert again.returncode == 0 and "budget of 20 pairs spent" in again.stdout
     assert len(load_runs([tmp_path / "u"])) == 40
