@@ -31,6 +31,8 @@ def _view(args: argparse.Namespace) -> int:
     for run in args.runs:
         if not (Path(run) / "run.json").is_file():
             raise ValueError(f"{run} is not a run folder (no run.json): pass results/<run>")
+    if args.export and Path(args.export).exists() and not Path(args.export).is_dir():
+        raise ValueError(f"--export {args.export}: a file, not a folder; pass a new or existing folder")
     started = time.perf_counter()
     site = Site(ViewIndex(args.runs, keep_newest=args.keep_newest))
     print(f"read {len(site.index.frame):,} episodes in {time.perf_counter() - started:.1f} s", file=sys.stderr)

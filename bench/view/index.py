@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -33,7 +34,8 @@ from surfbench.bench.report.report_data import (
 )
 from surfbench.bench.report.viewer_links import cell_id, page_name
 from surfbench.bench.store.reader import Runs, load
-from surfbench.bench.store.transcripts import read_transcript
+from surfbench.bench.store.results import ResultsError, key_stem
+from surfbench.bench.store.transcripts import LOOSE, PACKED, SUFFIX, read_transcript
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -237,7 +239,12 @@ class ViewIndex:
         """The episode's messages and the transcript's summary line (None: the run kept no transcript of it)."""
         key, run = str(self.frame.at[position, "episode_key"]), str(self.frame.at[position, "run"])
         for folder in sorted(self.folders, key=lambda f: f.name != run):  # its own run's folder first
-            text = read_transcript(folder, key)
+            try:
+                text = read_transcript(folder, key)
+            except (OSError, ValueError, zipfile.BadZipFile) as exc:  # removed or damaged since the viewer started
+                loose = folder / LOOSE / f"{key_stem(key)}{SUFFIX}"
+                where = loose if loose.is_file() else folder / PACKED
+                raise ResultsError(f"{where} cannot be read ({exc}); restore the run folder, or re-run it") from None
             if text is None:
                 continue
             messages, summary = [], {}

@@ -7,8 +7,12 @@ dispatcher routes ``forge`` calls to operations there, and its checks fail for r
 
 from __future__ import annotations
 
+import html
+import http.client
 import re
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -235,3 +239,119 @@ def test_surfbench_view_prints_its_address_serves_and_stops_on_ctrl_c():
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def raw_get(port: int, path: str, host: str | None, method: str = "GET") -> tuple[int, str]:
+    """A request through http.client with the ``Host`` header as given (None: none sent), as a browser page could."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.putrequest(method, path, skip_host=True)
+        if host is not None:
+            connection.putheader("Host", host)
+        connection.endheaders()
+        response = connection.getresponse()
+        return response.status, response.read().decode("utf-8", "replace")
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("host", ["attacker.example:{port}", "attacker.example", "127.0.0.1.nip.io:{port}",
+                                  "localhost:{other}", "127.0.0.1:{other}", "localhost.:{port}", ""])  # fmt: skip
+def test_a_request_naming_another_host_is_refused_so_a_rebound_name_reads_nothing(
+    base: str, host: str, capsys: pytest.CaptureFixture[str]
+):
+    # a page on attacker.example whose name is rebound to 127.0.0.1 sends its own name as Host: refused
+    port = int(base.rstrip("/").rsplit(":", 1)[1])
+    capsys.readouterr()
+    forged = host.format(port=port, other=port + 1 if port < 65535 else 1)
+    status, page = raw_get(port, "/", forged)
+    assert status == 421 and "Cells" not in page and "cell/" not in page
+    assert "only answers 127.0.0.1, localhost and [::1]" in page and len(page) < 2000
+    status, page = raw_get(port, "/", forged, method="POST")
+    assert status == 421
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and all(f"refused a request for Host {forged!r}" in line for line in lines), lines
+    assert "Traceback" not in "".join(lines)
+
+
+@pytest.mark.parametrize("host", ["localhost", "localhost:{port}", "LocalHost:{port}", "127.0.0.1", "127.0.0.1:{port}",
+                                  "[::1]", "[::1]:{port}", None])  # fmt: skip
+def test_a_request_naming_the_loopback_is_answered(base: str, host: str | None):
+    port = int(base.rstrip("/").rsplit(":", 1)[1])
+    status, page = raw_get(port, "/", None if host is None else host.format(port=port))
+    assert status == 200 and "Cells" in page
+
+
+@pytest.fixture
+def damaged(tmp_path: Path) -> Iterator[tuple[Path, int]]:
+    """A copy of the reference run served on 127.0.0.1: (its folder, the port)."""
+    copy = tmp_path / "run"
+    shutil.copytree(RUN, copy)
+    server = make_server(Site(ViewIndex([copy])), 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield copy, int(server.server_address[1])
+    server.shutdown()
+    server.server_close()
+
+
+def _truncate_steps(run: Path) -> None:
+    for part in (run / "steps.parquet").glob("*.parquet"):
+        part.write_bytes(part.read_bytes()[:100])
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda run: shutil.rmtree(run), "is not a surfbench run (no run.json)"),
+        (_truncate_steps, "Parquet magic bytes not found"),
+        (lambda run: (run / "transcripts.zip").write_bytes(b"garbage" * 10), "transcripts.zip cannot be read"),
+    ],
+    ids=["removed", "truncated-steps", "garbage-transcripts"],
+)
+def test_a_run_damaged_while_served_gets_an_error_page_with_the_exports_one_line(
+    damaged: tuple[Path, int], damage, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    run, port = damaged
+    damage(run)
+    capsys.readouterr()
+    status, page = raw_get(port, "/" + episode_path(ROUTED), f"127.0.0.1:{port}")
+    assert status == 500 and message in page
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and message in err
+    assert raw_get(port, "/", f"127.0.0.1:{port}")[0] == 200  # the server still answers what it can
+    if run.is_dir():  # --export over the same data: the same one line, exit 2
+        assert cli(["view", str(run), "--export", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        shown = re.search(r"<p class=\"error\">(.*?)</p>", page)
+        assert shown and "Traceback" not in err
+        assert err.splitlines()[-1] == "surfbench: error: " + html.unescape(shown[1])
+
+
+@pytest.mark.parametrize("target", ["/proc/version", "file"])
+def test_view_export_into_a_file_is_one_line_and_leaves_the_file_intact(
+    target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    path = Path(target) if target.startswith("/") else tmp_path / target
+    if not path.exists():
+        path.write_text("keep me\n")
+    before = path.read_bytes()
+    assert cli(["view", str(RUN), "--export", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert f"surfbench: error: --export {path}: a file, not a folder; pass a new or existing folder" in err.splitlines()
+    assert path.read_bytes() == before
+
+
+def test_view_on_a_port_in_use_is_one_line(capsys: pytest.CaptureFixture[str]):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert cli(["view", str(RUN), "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert (
+        f"surfbench: error: --port {port}: cannot listen on 127.0.0.1:{port} (Address already in use); "
+        "pass another port, or 0 for a free one"
+    ) in err.splitlines()
