@@ -344,6 +344,11 @@ def sequential_plan(
     )  # fmt: skip
 
 
+MAX_PLAN_PAIRS = 20_000
+"""The most pairs per comparison ``surfbench plan`` simulates: 2,000 runs of 20,000 pairs take about 9 s on 2 cores
+(far more pairs than any model run here could take; numpy once tried to allocate 5.35 PiB for a 0.00001-pt drop)."""
+
+
 def plan_text(
     baseline: float, drop: float, discordance: float | None = None, threshold: float = 0.0, batch: int = BATCH,
     budget: int | None = None, sims: int = 2000, seed: int = 0,
@@ -357,13 +362,22 @@ def plan_text(
     if threshold == drop:
         raise ValueError(f"--threshold {threshold} equals --drop: a true drop at the threshold is never decided")
     at_threshold = pairs_needed(abs(drop - threshold), fixed.discordance)
-    budget = budget or max(batch, 2 * at_threshold)
+    if budget is not None and budget > MAX_PLAN_PAIRS:
+        raise ValueError(f"--budget {budget:,}: the simulation runs at most {MAX_PLAN_PAIRS:,} pairs per comparison")
     lines = [fixed.text(), ""]
     if threshold:
         lines.append(
             f"fixed-N against an allowed drop of {100 * threshold:.1f} pts (the gate's criterion): a 95% interval "
             f"clear of it with 80% power needs {at_threshold} paired episodes"
         )
+    if budget is None and 2 * at_threshold > MAX_PLAN_PAIRS:
+        lines.append(
+            f"sequential gate: not simulated: its default budget ({2 * at_threshold:,} pairs, twice the fixed-N need) "
+            f"is beyond the {MAX_PLAN_PAIRS:,} pairs it simulates; a drop this close to the allowed one cannot be told "
+            "apart by any run of a feasible size (pass --budget N to see what N pairs would decide)"
+        )
+        return "\n".join(lines)
+    budget = budget or max(batch, 2 * at_threshold)
     lines.append(
         f"sequential gate (betting confidence sequence, 95% under any stopping; allowed drop {100 * threshold:.1f} "
         f"pts; a look every {batch} pairs, budget {budget} pairs; {sims:,} simulated runs, seed {seed}):"

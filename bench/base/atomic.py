@@ -50,3 +50,57 @@ def write_atomic(path: Path, data: bytes | str | Callable[[str], object]) -> Non
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def output_problem(path: Path, folder: bool = False) -> str | None:
+    """Why ``path`` cannot take the file (or, ``folder``, the folder) a command is about to write; None if it can.
+
+    Asked before any work starts, so that an hour of synthesis or a gate's decision is not lost to a bad ``--out``.
+    The parent is probed by creating and removing a hidden file in it: permission bits do not say it for root,
+    nor for a file system such as /proc.
+    """
+    if folder:
+        if path.exists() and not path.is_dir():
+            return f"{path} is a file, not a folder: pass a new or existing folder"
+        parent = path
+        while not parent.exists():
+            parent = parent.parent
+    else:
+        if path.is_dir():
+            return f"{path} is a folder, not a file: pass a file name (e.g. {path / 'out.txt'})"
+        if path.exists() and not path.is_file():
+            return f"{path} is not a regular file: pass a file name in a folder you can write to"
+        parent = path.parent
+        while not parent.exists():
+            parent = parent.parent
+    if not parent.is_dir():
+        return f"{parent} is a file, not a folder: {path} cannot be written under it"
+    probe = parent / f".surfbench-probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.unlink(probe)
+    except OSError as exc:
+        return f"cannot write in {parent} ({exc.strerror or exc}): pass a path in a folder you can write to"
+    if path.is_file() and not os.access(path, os.W_OK):
+        return f"{path} cannot be overwritten (read-only): pass another file name"
+    return None
+
+
+def out_file(text: str) -> str:
+    """An argparse type for an ``--out FILE``: refused at once, in one line, where the file cannot be written."""
+    import argparse
+
+    problem = output_problem(Path(text))
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def out_folder(text: str) -> str:
+    """An argparse type for an ``--out FOLDER``: refused at once, in one line, where the folder cannot be written."""
+    import argparse
+
+    problem = output_problem(Path(text), folder=True)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
+from surfbench.bench.base.atomic import out_file, out_folder, write_atomic
 from surfbench.bench.base.config import ConfigError, group_names, surface_config
 from surfbench.bench.base.secrets import redact
 from surfbench.bench.catalog.catalog import CatalogError
@@ -161,7 +162,7 @@ def _gate(args: argparse.Namespace) -> int:
         text = gate_json(result.name, result.baseline, result.decisions, result.per_model, result.scripted)
     print(text)
     if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
+        write_atomic(Path(args.out), text + "\n")
     return result.exit_code
 
 
@@ -261,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
         "default: all but the embedding-retrieval ones, which are named under the table)",
     )
     add_server_options(p)  # --mcp COMMAND / --mcp-url URL instead of --catalog (bench/cli/mcp.py)
-    p.add_argument("--out", default=None, help="also write the rows to FILE.csv or FILE.json")
+    p.add_argument("--out", type=out_file, default=None, help="also write the rows to FILE.csv or FILE.json")
     p.add_argument("--budget", type=_positive_int, default=1536, help="help payload budget in bytes (default 1536)")
     p.set_defaults(func=_surfaces)
 
@@ -275,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="markdown + self-contained HTML report over one or more runs")
     p.add_argument("runs", nargs="+", help="run folders (results/<run>)")
-    p.add_argument("--out", default=None, help="output folder (default: <first run>/report)")
+    p.add_argument("--out", type=out_folder, default=None, help="output folder (default: <first run>/report)")
     p.add_argument(
         "--baseline",
         default=None,
@@ -290,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--criteria", required=True, help="criteria file, e.g. configs/gate/dsh.yaml")
     p.add_argument("runs", nargs="+", help="run folders")
-    p.add_argument("--out", default=None, help="also write the decision table to this file")
+    p.add_argument("--out", type=out_file, default=None, help="also write the decision table to this file")
     p.add_argument("--keep-newest", action="store_true", help="count the newest row of a duplicated episode key")
     p.add_argument("--json", action="store_true", help="print the decisions as JSON: one per candidate, its exit code")
     p.add_argument(
@@ -327,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("whatif", help="effect of stop_on_repeat=K on recorded runs, without a model")
     p.add_argument("setting", help="stop_on_repeat=K, or stop_on_repeat=K1,K2,... for several")
     p.add_argument("runs", nargs="+", help="run folders")
-    p.add_argument("--out", default=None, help="also write the markdown to this file")
+    p.add_argument("--out", type=out_file, default=None, help="also write the markdown to this file")
     p.add_argument("--summary-only", action="store_true", help="only the self-check and the summary table")
     p.set_defaults(func=_whatif)
 

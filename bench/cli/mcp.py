@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from surfbench.bench.base.atomic import out_file
 from surfbench.bench.catalog.catalog import Catalog
 from surfbench.bench.mcp.spec import STARTUP_TIMEOUT_S, McpError, ServerSpec, from_command
 
@@ -102,5 +103,7 @@ def add_commands(sub: Any) -> None:
     inner = p.add_subparsers(dest="catalog_command", required=True)
     d = inner.add_parser("dump", help="write a live MCP server's tools/list answer, exactly as sent, to a file")
     add_server_options(d)
-    d.add_argument("--out", required=True, help="the file to write (e.g. tools.json); suite.yaml can pin it")
+    d.add_argument(
+        "--out", type=out_file, required=True, help="the file to write (e.g. tools.json); suite.yaml can pin it"
+    )
     d.set_defaults(func=_dump)

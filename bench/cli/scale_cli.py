@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from surfbench.bench.base.atomic import write_atomic
+from surfbench.bench.base.atomic import out_file, write_atomic
 
 
 def _ints(text: str) -> list[int]:
@@ -37,7 +37,7 @@ def add_scale_commands(sub: Any) -> None:
     p.add_argument("--split", default="all", choices=[*SPLITS, "all"], help="tasks of this split (default all)")
     p.add_argument("--threshold", type=float, default=0.0, help="least score of a shown hit (as the surfaces)")
     p.add_argument("--min-k", type=int, default=0, help="show at least this many hits (as the surfaces' min_k)")
-    p.add_argument("--out", default=None, help="also write the rows to FILE.csv or FILE.json")
+    p.add_argument("--out", type=out_file, default=None, help="also write the rows to FILE.csv or FILE.json")
     p.set_defaults(func=_retrieval)
     p = sub.add_parser("pool", help="the grow pool: build | fetch-github | fetch-directory | info")
     p.add_argument("action", choices=["build", "fetch-github", "fetch-directory", "info"])

@@ -356,6 +356,8 @@ def _user_error(exc: Exception) -> bool:
     from surfbench.bench.base.config import ConfigError
     from surfbench.bench.catalog.catalog import CatalogError
     from surfbench.bench.models import ModelError, ModelUnavailable, ServerError
+    from surfbench.bench.sandbox.box import SandboxUnavailable
     from surfbench.bench.store.results import ResultsError
 
-    return isinstance(exc, CatalogError | ConfigError | ModelError | ModelUnavailable | ServerError | ResultsError)
+    known = CatalogError | ConfigError | ModelError | ModelUnavailable | ServerError | ResultsError | SandboxUnavailable
+    return isinstance(exc, known)  # what to install or fix is in the one line: no traceback

@@ -176,6 +176,8 @@ class McpClient:
         if log.returncode is not None:
             return McpError(self.label, f"exited with status {log.returncode} before answering initialize{said}")
         text = " ".join(str(_root(exc)).split()) or type(_root(exc)).__name__
+        if self.spec.url and log.not_mcp:
+            return McpError(self.label, f"the endpoint answered HTTP {log.not_mcp}")
         if self.spec.url and log.http_error:
             hint = " (check the headers: mcp.headers / --mcp-header)" if log.http_error[:3] in ("401", "403") else ""
             return McpError(self.label, f"the endpoint answered HTTP {log.http_error}{hint}")

@@ -7,6 +7,7 @@ they never enter a spec's identity, a result or a message.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -49,10 +50,15 @@ class _Tee(httpx2.AsyncBaseTransport):
         response = await self.inner.handle_async_request(request)
         if response.status_code >= 400 and self.log.http_error is None and request.method != "DELETE":
             self.log.http_error = f"{response.status_code} {response.reason_phrase}".strip()
+        kind = response.headers.get("content-type", "")
+        answered = request.method == "POST" and response.status_code < 300 and response.status_code != 202
+        if answered and "text/event-stream" not in kind:  # SSE is checked by the SDK; JSON and anything else here
+            body = await self._body(response)
+            self.log.not_mcp = self.log.not_mcp or _not_json_rpc(response.status_code, kind, body)
+            response = httpx2.Response(response.status_code, headers=response.headers, content=body, request=request)
         if rid is None:
             return response
         body = await self._body(response)
-        kind = response.headers.get("content-type", "")
         candidates = sse_messages(body) if "text/event-stream" in kind else [body]
         for raw in candidates:
             try:
@@ -81,6 +87,22 @@ class _Tee(httpx2.AsyncBaseTransport):
         await self.inner.aclose()
 
 
+def _not_json_rpc(status: int, kind: str, body: bytes) -> str | None:
+    """What a POST's answer was, when it cannot be MCP's (a web page, a REST API's JSON); None when it may be."""
+    what = kind.split(";")[0].strip() or "no content type"
+    if "json" in what:
+        try:
+            message: Any = json.loads(body)
+        except ValueError:
+            message = None
+        items = message if isinstance(message, list) else [message]
+        if items and all(isinstance(m, dict) and m.get("jsonrpc") == "2.0" for m in items):
+            return None
+        what = "JSON that is not JSON-RPC"
+    head = " ".join(body[:60].decode("utf-8", "replace").split())
+    return f"{status} {what} ({head!r}...), not MCP: is this the server's MCP endpoint (often /mcp)?"
+
+
 def headers_from_env(spec: ServerSpec) -> dict[str, str]:
     """Each header's value from the environment variable the spec names; a missing one is an error."""
     out = {}
@@ -95,6 +117,8 @@ def headers_from_env(spec: ServerSpec) -> dict[str, str]:
 @asynccontextmanager
 async def http_streams(spec: ServerSpec, log: WireLog) -> AsyncIterator[Any]:
     """The SDK's streamable-HTTP (read, write) pair over a client that records ``tools/list`` bytes."""
+    if not os.environ.get("SURFBENCH_DEBUG"):  # the SDK logs a traceback per bad answer; our error names the answer
+        logging.getLogger("mcp.client.streamable_http").setLevel(logging.CRITICAL)
     client = httpx2.AsyncClient(
         headers=headers_from_env(spec),
         transport=_Tee(httpx2.AsyncHTTPTransport(), log),

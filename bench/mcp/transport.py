@@ -57,6 +57,8 @@ class WireLog:
     """The guard process (leader of the server's process group)."""
     http_error: str | None = None
     """The first HTTP error status the endpoint answered with (``401 Unauthorized``), for messages."""
+    not_mcp: str | None = None
+    """What the endpoint answered a POST with, when that cannot be MCP (``200 text/html ('<html>...')...``)."""
     closed: bool = False
     """The server's stdout has ended (it exited, or closed it): no answer can come any more."""
     too_large: str | None = None

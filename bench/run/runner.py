@@ -91,6 +91,9 @@ def resolve_cell(
                 {"kind": surface_cfg.kind, "params": surface_cfg.params},
                 {"kind": base.kind, "params": base.params},
             )
+    # model=oracle: this cell's suite, filled before the label is computed (else every label says [script_suite=null])
+    if model_cfg.provider == "scripted" and model_cfg.script_suite is None:
+        model_cfg = replace(model_cfg, script_suite=spec.suite)
     if model_data is not None:
         shipped = _shipped("model", spec.model)
         if shipped is not None:
@@ -105,8 +108,6 @@ def resolve_cell(
             )
     if spec.grow:  # cells of a scale sweep differ only in their catalog: the label tells them apart
         surface_label = grown_label(surface_label, spec.grow)
-    if model_cfg.provider == "scripted" and model_cfg.script_suite is None:  # model=oracle: this cell's suite
-        model_cfg = replace(model_cfg, script_suite=spec.suite)
     return Cell(spec, suite, surface_cfg, surface, model_cfg, tasks, mode, surface_label, model_label, own_catalog)
 
 

@@ -263,6 +263,31 @@ STATE_KEYS = yaml_keys(StateCheck)
 ANSWER_KEYS = yaml_keys(AnswerCheck)
 
 
+def _option_problems(cls: Any, options: Mapping[str, Any]) -> dict[str, str]:
+    """Each option whose value its backend's ``__init__`` annotation refuses -> why.
+
+    pydantic, strict: "abc" is not an int; an ``Annotated[int, Field(ge=0)]`` there bounds it too. Options without
+    an annotation are not judged.
+    """
+    import typing
+
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        hints = typing.get_type_hints(cls.__init__, include_extras=True)
+    except Exception:  # an annotation that does not resolve: the backend's own checks are left to speak
+        return {}
+    problems = {}
+    for name, value in options.items():
+        if name not in hints:
+            continue
+        try:
+            TypeAdapter(hints[name]).validate_python(value, strict=True)
+        except ValidationError as exc:
+            problems[name] = "; ".join(sorted({e["msg"] for e in exc.errors()}))
+    return problems
+
+
 def _mcp() -> Any:
     from surfbench.bench.mcp import suites  # the SDK loads only for a suite over a live server
 
@@ -368,10 +393,13 @@ class Suite:
         where = f"{self.folder / 'suite.yaml'}: backend_options"
         if self.backend_spec is None:
             raise SuiteError(f"{where}: suite {self.name!r} has no backend, so options {sorted(merged)} do not apply")
+        cls = self._backend_class()
         try:
-            inspect.signature(self._backend_class()).bind(**merged)
+            inspect.signature(cls).bind(**merged)
         except TypeError as exc:
             raise SuiteError(f"{where} {sorted(merged)}: not taken by backend {self.backend_spec}: {exc}") from None
+        for name, problem in _option_problems(cls, merged).items():
+            raise SuiteError(f"backend_options.{name}={merged[name]!r}: {problem} (backend {self.backend_spec})")
         return merged
 
     def new_backend(self, task: Task, options: Mapping[str, Any] | None = None) -> Backend:

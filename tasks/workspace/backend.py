@@ -25,7 +25,9 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
+
+from pydantic import Field
 
 from surfbench.bench.contracts.backend import OperationBackend, ToolError, operation
 from surfbench.bench.sandbox import MB, Limits, Result, Sandbox
@@ -63,7 +65,11 @@ class WorkspaceBackend(OperationBackend):
     """One episode directory; commands confined to it."""
 
     def __init__(
-        self, limits: Limits | None = None, *, disk_quota_mb: int | None = None, memory_mb: int | None = None
+        self,
+        limits: Limits | None = None,
+        *,
+        disk_quota_mb: Annotated[int, Field(ge=0)] | None = None,
+        memory_mb: Annotated[int, Field(ge=0)] | None = None,
     ) -> None:
         """``disk_quota_mb`` / ``memory_mb`` (suite options; 0 turns one off) override ``limits``."""
         super().__init__()

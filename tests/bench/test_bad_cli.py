@@ -304,3 +304,103 @@ def test_a_sweep_naming_a_model_not_pulled_stops_before_any_cell(configs: Path, 
         "qwen2.5-coder-1.5b-instruct (1 cell)" in line and "surfbench models pull qwen2.5-coder-1.5b-instruct" in line
     )
     assert not list(results.rglob("run.json")) and not list(results.rglob("*.parquet"))  # the oracle cell did not run
+
+
+# -- round four (issue 49, findings 11 and 12): --out paths checked before any work, bounded plans, backend
+# options checked before anything is written, a web server where an MCP endpoint was expected ----------------
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["catalog", "dump", "--mcp", "never-started", "--out", "/proc/version"], "cannot write in /proc"),
+        (["gate", "--criteria", str(GATE), "RUN", "--out", "FOLDER"], "is a folder, not a file"),
+        (["whatif", "stop_on_repeat=2", "RUN", "--out", "FOLDER"], "is a folder, not a file"),
+        (["report", "RUN", "--out", "FILE"], "is a file, not a folder"),
+        (
+            ["surfaces", "--catalog", str(ROOT / "examples" / "gitea96.mcp.json"), "--out", "/proc/x/t.csv"],
+            "cannot write",
+        ),
+    ],
+    ids=["dump-proc", "gate-folder", "whatif-folder", "report-file", "surfaces-proc"],
+)
+def test_an_out_path_that_cannot_be_written_is_one_line_before_any_work(
+    configs: Path, made: Path, tmp_path: Path, args: list[str], said: str
+):
+    """The gate printed its decision, then crashed on --out DIR (exit code lost); dump and whatif gave tracebacks;
+    report blamed "a damaged or foreign file in the run folder"."""
+    (tmp_path / "FOLDER").mkdir()
+    (tmp_path / "FILE").write_text("mine\n")
+    subs = {"RUN": str(made / "good"), "FOLDER": str(tmp_path / "FOLDER"), "FILE": str(tmp_path / "FILE")}
+    proc = cli(configs, *[subs.get(a, a) for a in args])
+    assert proc.returncode == 2 and said in one_error_line(proc.stderr)
+    assert "decision for" not in proc.stdout  # nothing judged before the refusal
+    assert (tmp_path / "FILE").read_text() == "mine\n" and not any((tmp_path / "FOLDER").iterdir())
+
+
+def test_a_plan_for_a_vanishing_drop_is_bounded_and_says_what_is_feasible(configs: Path):
+    """numpy tried to allocate 5.35 PiB in paired_draws for --drop 0.0000001."""
+    proc = cli(configs, "plan", "--baseline", "0.6", "--drop", "0.0000001")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "sequential gate: not simulated" in proc.stdout and "pass --budget N" in proc.stdout
+    too_big = cli(configs, "plan", "--baseline", "0.6", "--drop", "0.05", "--budget", "1000000")
+    assert too_big.returncode == 2 and "at most 20,000 pairs" in one_error_line(too_big.stderr)
+
+
+@pytest.mark.parametrize(("value", "said"), [("abc", "valid integer"), ("-5", "greater than or equal to 0")])
+def test_a_bad_backend_option_is_one_line_and_writes_nothing(configs: Path, tmp_path: Path, value: str, said: str):
+    """`+backend_options.disk_quota_mb=abc` (and -5) wrote run.json and two tables before the error."""
+    results = tmp_path / "results"
+    proc = cli(
+        configs, "run", "suite=workspace", "surface=bash", "model=oracle", "limit=1",
+        f"+backend_options.disk_quota_mb={value}", f"results_dir={results}", "run=q",
+    )  # fmt: skip
+    line = one_error_line(proc.stderr)
+    assert "backend_options.disk_quota_mb=" in line and said in line
+    assert not results.exists()
+
+
+def test_an_oracle_cell_is_labelled_oracle(configs: Path, tmp_path: Path):
+    """Every `model=oracle` cell was labelled `oracle[script_suite=null]`."""
+    proc = cli(configs, "run", "suite=notes_mcp", "surface=full", "model=oracle", "limit=1", f"results_dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "notes_mcp/full/oracle:" in proc.stderr and "script_suite" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "said"),
+    [
+        ("text/html", b"<html>" + b"x" * 2000 + b"</html>", "200 text/html"),
+        ("application/json", b'{"detail": "' + b"x" * 2000 + b'"}', "200 JSON that is not JSON-RPC"),
+    ],
+)
+def test_an_mcp_url_at_a_web_server_is_one_short_line(
+    configs: Path, tmp_path: Path, content_type: str, body: bytes, said: str
+):
+    """A 34-line SDK traceback and a 2 KB line, for an address that answers but is not an MCP endpoint."""
+    import http.server
+    import threading
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_DELETE = do_POST  # noqa: N815
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        for command in (["surfaces", "--mcp-url", url], ["init", "--mcp-url", url, str(tmp_path / "suite")]):
+            proc = cli(configs, *command)
+            line = one_error_line(proc.stderr)
+            assert proc.returncode == 2 and said in line and "often /mcp" in line and len(line) < 300, command
+        assert not (tmp_path / "suite").exists()
+    finally:
+        server.shutdown()
