@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.base.secrets import register as register_secret
+from surfbench.bench.base.secrets import register_url_passwords
 from surfbench.bench.contracts import plugins
 from surfbench.bench.models.client import LiteLLMClient, ModelError
 from surfbench.bench.models.local import ModelUnavailable, embedded, require
@@ -148,6 +149,7 @@ def _litellm(cfg: ModelConfig, pool: ModelPool) -> ModelClient:
     if cfg.api_key_env and not key:
         raise ModelError(f"model {cfg.name!r} needs the environment variable {cfg.api_key_env} (its API key)")
     register_secret(key, cfg.api_key_env or "api key")
+    register_url_passwords(cfg.api_base or "", "model.api_base")  # however the config arrived (file, override, Python)
     if key is None and cfg.api_base:  # a server of your own (vLLM, llama.cpp) needs no key; openai's
         key = "sk-no-key"  # client insists on one. A server that does want one answers 401: clear error.
     assert cfg.model is not None

@@ -57,7 +57,7 @@ def outcome(episode: Mapping[str, Any], width: int = 90) -> str:
         why = "no check passed"
     if episode.get("stuck"):
         why = f"stuck, stopped; {why}"
-    why = " ".join(why.split())
+    why = " ".join(redact(why).split())  # before the cut: a URL cut inside its password is no longer found
     return f"failed ({why if len(why) <= width else why[: width - 1] + '…'})"
 
 

@@ -84,3 +84,15 @@ def test_the_report_command_prints_the_comparison_a_reader_reads_first():
                                 "[95%", "CI]", "success"]  # fmt: skip
     assert [line.split()[0] for line in lines[2:]] == ["core", "preselect"], "the next table is not part of it"
     assert lines[3].split()[-1] == "17%"
+
+
+def test_a_url_password_cut_by_the_line_width_is_still_redacted():
+    """The reason is cut to the line's width before it is printed: a URL cut inside its password lost its
+    '@', so neither the pattern nor the registered whole password found the part that was printed."""
+    password = "cutpw-" + "q" * 30
+    error = f"ModelError: openai/fake at http://user:{password}@127.0.0.1:9/v1: call failed"
+    out = io.StringIO()
+    report = plain_progress(out)
+    report(_Cell(), 1, 1, {**EPISODE, "error": "x" * 20 + " " + error})  # type: ignore[arg-type]
+    assert "cutpw-" not in out.getvalue()
+    assert "[redacted" in out.getvalue()

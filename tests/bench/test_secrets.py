@@ -281,3 +281,15 @@ def test_a_password_in_a_model_config_files_api_base_is_a_secret(tmp_path: Path)
         [results, cache, exported], {"stdout": proc.stdout + view.stdout, "stderr": proc.stderr}, [FILE_PASSWORD]
     )
     assert not leaks, f"the config file's api_base password leaked: {leaks}"
+
+
+def test_a_model_config_made_in_python_registers_its_api_base_password(monkeypatch):
+    """A ModelConfig built without a config file (the Python API) reaches the client without model_config():
+    its api_base password must be a secret as soon as the client is made, like its API key."""
+    from surfbench.bench.models import ModelPool
+    from surfbench.bench.models.spec import ModelConfig
+
+    monkeypatch.setattr(secrets, "_SECRETS", {})
+    cfg = ModelConfig(name="mine", provider="litellm", model="openai/fake", api_base="http://me:pw-in-code-77@h/v1")
+    ModelPool(None).client(cfg)
+    assert secrets.redact("it said pw-in-code-77") == "it said [redacted model.api_base password]"
