@@ -97,7 +97,8 @@ def task_text(rows: list[dict[str, Any]]) -> str:
     return "".join(out)
 
 
-def write_atomic(path: Path, text: str) -> None:
+def _staged(path: Path, text: str) -> str:
+    """``text`` in a temporary file beside ``path`` (its name, to rename over ``path``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -106,10 +107,68 @@ def write_atomic(path: Path, text: str) -> None:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp's file is private; the task file is not
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return tmp
+
+
+def write_all(texts: dict[Path, str]) -> None:
+    """Every file whole: each text written beside its path first, then all renamed into place."""
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, text in texts.items():
+            staged.append((_staged(path, text), path))
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+
+
+SYNTH_MARK = "Tasks synthesized by "
+"""What the head of a YAML task file or a tasks.md synth wrote holds (a JSON-lines row: its generator)."""
+
+
+def outputs(out: Path) -> list[Path]:
+    """The files a synthesis into ``out`` writes: the tasks, and beside JSON lines what made them."""
+    return [out] if out.suffix in (".yaml", ".yml") else [out, out.with_suffix(".md")]
+
+
+def _synth_wrote(path: Path) -> bool:
+    """Whether ``path`` is empty or a file synth wrote (so rewriting it loses nothing hand-made)."""
+    with path.open("rb") as f:
+        head = f.read(1 << 16)
+    return not head.strip() or SYNTH_MARK.encode() in head or b'"synth": {"generator": ' in head
+
+
+def check_outputs(out: Path, label: str) -> None:
+    """Refuse, before any work, an output that cannot be written or would destroy something (ValueError).
+
+    ``label``: how the message names it (``--out x.md``, or the suite's default file).
+    """
+    files = outputs(out)
+    if len(files) > 1 and files[1] == files[0]:
+        raise ValueError(f"{label}: the tasks and what made them ({files[1].name}, written beside JSON lines) would "
+                         "be the same file; name a .jsonl or a .yaml file")  # fmt: skip
+    for path in files:
+        what = "the task file" if path == out else f"{path} (what made the tasks, written beside them)"
+        if path.is_dir():
+            hint = f", e.g. {path / OUT.name}" if path == out else ""
+            raise ValueError(f"{label}: {what} is a folder; name a file{hint}")
+        try:
+            foreign = path.is_file() and not _synth_wrote(path)
+        except OSError as exc:
+            raise ValueError(f"{label}: cannot read {what}: {exc.strerror}") from None
+        if foreign:
+            raise ValueError(f"{label}: {what} exists and synth did not write it; name another file (or remove it)")
+    folder = out.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ValueError(f"{label}: {folder} is a file, not a folder; name a file in a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{label}: cannot write in {folder} (permission denied); name a file in a writable folder")
 
 
 class Bar:
@@ -201,22 +260,34 @@ def _synth(args: argparse.Namespace) -> int:
 
     bar = Bar(live={"live": True, "plain": False}.get(args.progress))
     n = min(args.n, DRY_RUN) if args.dry_run else args.n
-    synth = Synthesizer(args.suite, n, args.seed, _model(args.writer), _model(args.checker), args.checker_tries,
-                        progress=bar, dry_run=args.dry_run, jobs=args.jobs)  # fmt: skip
-    result = synth.run()
+    try:
+        synth = Synthesizer(args.suite, n, args.seed, _model(args.writer), _model(args.checker), args.checker_tries,
+                            progress=bar, dry_run=args.dry_run, jobs=args.jobs)  # fmt: skip
+        out = Path(args.out) if args.out else synth.suite.folder / OUT
+        label = f"--out {args.out}" if args.out else str(out)
+        if not args.dry_run:
+            check_outputs(out, label)  # before the work: an --out at fault costs no synthesis
+        result = synth.run()
+    except KeyboardInterrupt:
+        bar.close()
+        print("surfbench: interrupted; nothing written (synth writes its tasks once all are made), "
+              "re-run the same command to start again", file=sys.stderr)  # fmt: skip
+        return 130
     bar.close()
     if args.dry_run:
         for line in dry_lines(result):
             print(line)
         print(f"dry run: {len(result.shown)} candidates shown; nothing written")
         return 0
-    out = Path(args.out) if args.out else synth.suite.folder / OUT
     command = command_line(args)
     if out.suffix in (".yaml", ".yml"):
-        write_atomic(out, header(result, command) + task_text(result.rows))
+        texts = {out: header(result, command) + task_text(result.rows)}
     else:
-        write_atomic(out, jsonl_text(result.rows))
-        write_atomic(out.with_suffix(".md"), sidecar(result, command, out))
+        texts = {out: jsonl_text(result.rows), out.with_suffix(".md"): sidecar(result, command, out)}
+    try:
+        write_all(texts)
+    except OSError as exc:
+        raise ValueError(f"{label}: cannot write {exc.filename or out}: {exc.strerror}; nothing written") from None
     for line in summary(result):
         print(line)
     print(f"wrote {len(result.rows)} tasks (split synth) to {out}" + ("" if out.suffix in (".yaml", ".yml") else

@@ -89,12 +89,13 @@ def largest_remainder(weights: dict[str, float], total: int) -> dict[str, int]:
     mass = sum(weights.values())
     if total <= 0 or mass <= 0:
         return dict.fromkeys(weights, 0)
-    exact = {k: total * w / mass for k, w in weights.items()}
-    out = {k: math.floor(v) for k, v in exact.items()}
-    order = sorted(weights, key=lambda k: (-(exact[k] - out[k]), list(weights).index(k)))
-    for k in order[: total - sum(out.values())]:
-        out[k] += 1
-    return out
+    keys = list(weights)
+    exact = [total * weights[k] / mass for k in keys]
+    floors = [math.floor(v) for v in exact]
+    order = sorted(range(len(keys)), key=lambda i: (-(exact[i] - floors[i]), i))  # ties: the earlier key
+    for i in order[: total - sum(floors)]:
+        floors[i] += 1
+    return dict(zip(keys, floors, strict=True))
 
 
 def _slug(key: str) -> str:
@@ -132,11 +133,14 @@ class Synthesizer:
         pairs = {k: iter(candidates(p, self.spec, self.world, catalog, seed))
                  for k, p in self.spec.plans.items() if p.is_pair}  # fmt: skip
         weights = {op: max(catalog[op].weight, 1e-9) for op in catalog.names}
-        left = self._fill({"refuse": iter(refusal_candidates(self.spec, self.world, seed))}, {"refuse": 1.0}, n_refuse)
-        left = self._fill(pairs, dict.fromkeys(pairs, 1.0), n_pairs + left)
-        self._fill(singles, weights, n - len(self.result.rows))
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+        try:
+            refusals = {"refuse": iter(refusal_candidates(self.spec, self.world, seed))}
+            left = self._fill(refusals, {"refuse": 1.0}, n_refuse)
+            left = self._fill(pairs, dict.fromkeys(pairs, 1.0), n_pairs + left)
+            self._fill(singles, weights, n - len(self.result.rows))
+        finally:  # on an interrupt too: no verification left running
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
         self.result.episodes = self.verifier.episodes
         if self.checker is not None:
             self.result.checked = (self._checked[0], self._checked[1])

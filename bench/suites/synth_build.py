@@ -208,7 +208,7 @@ def naming_problem(text: str, catalog: Catalog, drafts: Iterable[Draft]) -> str 
     """
     low = text.casefold()
     for name in catalog.names:
-        if _names(low, name, "("):
+        if name.casefold() in low and _names(low, name, "("):  # the regexes only where the name is in the text
             return f"names_operation: {name!r}"
     for d in drafts:
         for key in d.args:

@@ -8,6 +8,9 @@ world, the duplicate check against its hand-written tasks, and the replay throug
 
 from __future__ import annotations
 
+import math
+import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +182,40 @@ def test_quotas_follow_the_weights():
     assert largest_remainder({"hot": 4.67, "a": 0.37, "b": 0.37}, 10) == {"hot": 8, "a": 1, "b": 1}
     assert largest_remainder({"hot": 4.67, "a": 0.37, "b": 0.37}, 100) == {"hot": 86, "a": 7, "b": 7}
     assert sum(largest_remainder({str(i): 1.0 for i in range(7)}, 100).values()) == 100
+
+
+def quadratic_largest_remainder(weights: dict[str, float], total: int) -> dict[str, int]:
+    """The split as it was before issue 49, verbatim: the reference every shipped synthesized split came from."""
+    mass = sum(weights.values())
+    if total <= 0 or mass <= 0:
+        return dict.fromkeys(weights, 0)
+    exact = {k: total * w / mass for k, w in weights.items()}
+    out = {k: math.floor(v) for k, v in exact.items()}
+    order = sorted(weights, key=lambda k: (-(exact[k] - out[k]), list(weights).index(k)))
+    for k in order[: total - sum(out.values())]:
+        out[k] += 1
+    return out
+
+
+def test_quotas_are_the_same_as_before_ties_included():
+    rng = random.Random(49)
+    cases = [({"a": 1.0, "b": 1.0, "c": 1.0}, 2), ({"c": 1.0, "a": 1.0, "b": 1.0}, 1), ({"x": 0.0, "y": 0.0}, 5),
+             ({"a": 1.0}, 0), ({"a": 0.5, "b": 0.0, "c": 0.5}, 3), ({f"op{i}": 1e-9 for i in range(9)}, 4),
+             ({"hot": 4.67, "a": 0.37, "b": 0.37, "c": 0.1}, 7)]  # fmt: skip
+    for size in (2, 7, 40, 500):
+        for total in (1, 3, size // 2 + 1, 200):
+            weights = {f"op{i}": rng.choice([1.0, 0.37, 2.5, rng.random(), 1e-9]) for i in range(size)}
+            cases.append((dict(reversed(list(weights.items()))) if total % 2 else weights, total))
+    for weights, total in cases:
+        got = largest_remainder(weights, total)
+        assert got == quadratic_largest_remainder(weights, total) and list(got) == list(weights), (weights, total)
+
+
+def test_quotas_over_ten_thousand_operations_take_under_half_a_second():
+    weights = {f"op{i}": 1.0 + (i % 7) / 10 for i in range(10_000)}  # the old split: 0.95 s to 3 s
+    start = time.perf_counter()
+    quotas = largest_remainder(weights, 200)
+    assert time.perf_counter() - start < 0.5 and sum(quotas.values()) == 200
 
 
 @pytest.mark.parametrize(
