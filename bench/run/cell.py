@@ -125,7 +125,7 @@ class Cell:
             repeat_penalty=m.repeat_penalty,
             stop_on_repeat=self.spec.stop_on_repeat,
         )
-        self.backend_options = self.suite.backend_settings(self.spec.backend_options)
+        self.backend_options = self.suite.backend_settings(self.spec.backend_options, judge=True)
         self.policy = cell_policy(self.suite.policy, self.spec.policy, self.suite.catalog)
         self.surface_label = self.surface_label or self.surface_cfg.name
         self.model_label = self.model_label or self.model_cfg.name

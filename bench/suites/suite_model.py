@@ -382,7 +382,7 @@ class Suite:
             return _mcp().mcp_backend_class()
         return load_hook(str(self.backend_spec), self.folder / "suite.yaml", "backend")  # checked at load
 
-    def backend_settings(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def backend_settings(self, overrides: Mapping[str, Any] | None = None, judge: bool = False) -> dict[str, Any]:
         """The backend options an episode gets (suite.yaml's, then a run's overrides), checked.
 
         Raises SuiteError naming the option when the backend does not take it.
@@ -398,7 +398,9 @@ class Suite:
             inspect.signature(cls).bind(**merged)
         except TypeError as exc:
             raise SuiteError(f"{where} {sorted(merged)}: not taken by backend {self.backend_spec}: {exc}") from None
-        for name, problem in _option_problems(cls, merged).items():
+        # ``judge``: the run's own values against the annotations, once, when its cell is made (suite.yaml's may be
+        # specs the backend resolves itself, e.g. a hook "file.py:fn")
+        for name, problem in (_option_problems(cls, dict(overrides or {})) if judge else {}).items():
             raise SuiteError(f"backend_options.{name}={merged[name]!r}: {problem} (backend {self.backend_spec})")
         return merged
 
