@@ -179,7 +179,10 @@ class McpClient:
         if self.spec.url and log.not_mcp:
             return McpError(self.label, f"the endpoint answered HTTP {log.not_mcp}")
         if self.spec.url and log.http_error:
-            hint = " (check the headers: mcp.headers / --mcp-header)" if log.http_error[:3] in ("401", "403") else ""
+            code = log.http_error[:3]
+            hint = " (check the headers: mcp.headers / --mcp-header)" if code in ("401", "403") else ""
+            if code in ("404", "405"):  # a wrong path: a web page's, not the MCP endpoint's
+                hint = ", not MCP: is this the server's MCP endpoint (often /mcp)?"
             return McpError(self.label, f"the endpoint answered HTTP {log.http_error}{hint}")
         if self.spec.url:
             cause = _root(exc)

@@ -366,14 +366,15 @@ def test_an_oracle_cell_is_labelled_oracle(configs: Path, tmp_path: Path):
 
 
 @pytest.mark.parametrize(
-    ("content_type", "body", "said"),
+    ("status", "content_type", "body", "said"),
     [
-        ("text/html", b"<html>" + b"x" * 2000 + b"</html>", "200 text/html"),
-        ("application/json", b'{"detail": "' + b"x" * 2000 + b'"}', "200 JSON that is not JSON-RPC"),
+        (200, "text/html", b"<html>" + b"x" * 2000 + b"</html>", "200 text/html"),
+        (200, "application/json", b'{"detail": "' + b"x" * 2000 + b'"}', "200 JSON that is not JSON-RPC"),
+        (404, "text/html", b"<html>" + b"x" * 2000 + b"</html>", "HTTP 404 Not Found"),
     ],
 )
 def test_an_mcp_url_at_a_web_server_is_one_short_line(
-    configs: Path, tmp_path: Path, content_type: str, body: bytes, said: str
+    configs: Path, tmp_path: Path, status: int, content_type: str, body: bytes, said: str
 ):
     """A 34-line SDK traceback and a 2 KB line, for an address that answers but is not an MCP endpoint."""
     import http.server
@@ -382,7 +383,7 @@ def test_an_mcp_url_at_a_web_server_is_one_short_line(
     class Page(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802
             self.rfile.read(int(self.headers.get("content-length") or 0))
-            self.send_response(200)
+            self.send_response(status)
             self.send_header("content-type", content_type)
             self.send_header("content-length", str(len(body)))
             self.end_headers()
