@@ -12,13 +12,15 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
+
+from surfbench.bench.base.atomic import output_problem
+from surfbench.bench.base.atomic import staged as staged_file
 
 if TYPE_CHECKING:  # the engine loads when the command runs, not with the parser
     from surfbench.bench.run.synth_run import Model, SynthResult
@@ -97,28 +99,12 @@ def task_text(rows: list[dict[str, Any]]) -> str:
     return "".join(out)
 
 
-def _staged(path: Path, text: str) -> str:
-    """``text`` in a temporary file beside ``path`` (its name, to rename over ``path``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's file is private; the task file is not
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return tmp
-
-
 def write_all(texts: dict[Path, str]) -> None:
     """Every file whole: each text written beside its path first, then all renamed into place."""
     staged: list[tuple[str, Path]] = []
     try:
         for path, text in texts.items():
-            staged.append((_staged(path, text), path))
+            staged.append((staged_file(path, text), path))
         for tmp, path in staged:
             os.replace(tmp, path)
     finally:
@@ -167,8 +153,9 @@ def check_outputs(out: Path, label: str) -> None:
         folder = folder.parent
     if not folder.is_dir():
         raise ValueError(f"{label}: {folder} is a file, not a folder; name a file in a folder")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"{label}: cannot write in {folder} (permission denied); name a file in a writable folder")
+    problem = output_problem(out)  # probes the folder: permission bits say nothing for root, nor for /proc
+    if problem:
+        raise ValueError(f"{label}: {problem}")
 
 
 class Bar:

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from surfbench.bench.base.atomic import write_atomic
 from surfbench.bench.catalog.catalog import Catalog, CatalogError
 from surfbench.bench.catalog.importers.common import check_descriptions
 from surfbench.bench.catalog.importers.tools_json import import_mcp
@@ -121,15 +120,7 @@ def live_catalog(spec: ServerSpec, name: str | None = None) -> LiveCatalog:
 
 def write_snapshot(live: LiveCatalog, out: Path) -> None:
     """Write the raw answer atomically: a reader never sees half a file, a failure leaves none."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(live.snapshot())
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(out, live.snapshot())
 
 
 def drift(live: Catalog, pinned: Catalog) -> str | None:
