@@ -53,12 +53,13 @@ class _Tee(httpx2.AsyncBaseTransport):
         kind = response.headers.get("content-type", "")
         answered = request.method == "POST" and response.status_code < 300 and response.status_code != 202
         if answered and "text/event-stream" not in kind:  # SSE is checked by the SDK; JSON and anything else here
-            body = await self._body(response)
+            # a tools/list answer is bounded (bench/base/bounded.py); any other is read whole, as the SDK would
+            body = await self._body(response) if rid is not None else await response.aread()
             self.log.not_mcp = self.log.not_mcp or _not_json_rpc(response.status_code, kind, body)
             response = httpx2.Response(response.status_code, headers=response.headers, content=body, request=request)
         if rid is None:
             return response
-        body = await self._body(response)
+        body = await self._body(response) if not answered or "text/event-stream" in kind else body
         candidates = sse_messages(body) if "text/event-stream" in kind else [body]
         for raw in candidates:
             try:

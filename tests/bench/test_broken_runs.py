@@ -50,7 +50,7 @@ def configs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def made(configs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two finished runs, made once: ``good`` (full and dispatcher) and ``other`` (core), another run folder."""
     results = tmp_path_factory.mktemp("made")
-    common = ("model=oracle", "limit=4", f"results_dir={results}")
+    common = ("model=oracle", "limit=10", f"results_dir={results}")
     proc = run_cli(configs, "run", "-m", "surface=full,dispatcher", *common, "run=good")
     assert proc.returncode == 0, proc.stderr[-3000:]
     proc = run_cli(configs, "run", "surface=core", *common, "run=other")
@@ -103,11 +103,11 @@ def _surface_as_text(cells: list[Any]) -> list[Any]:
 
 BROKEN: dict[str, tuple[Callable[[Path, Path], Any], str]] = {
     "cells [1, 2]": (lambda run, _: edit_cells(run, lambda _: [1, 2]), "cells[0] is 1 (a number), not a cell object"),
-    "cells []": (lambda run, _: edit_cells(run, lambda _: []), "records no cell for 8 of the 8 episode(s)"),
+    "cells []": (lambda run, _: edit_cells(run, lambda _: []), "records no cell for 20 of the 20 episode(s)"),
     "cells [{}]": (lambda run, _: edit_cells(run, lambda _: [{}]), "cells[0] has no cell_id, suite, surface"),
     "another run's run.json": (
         lambda run, made: shutil.copy(made / "other" / "run.json", run / "run.json"),
-        "records no cell for 8 of the 8 episode(s)",
+        "records no cell for 20 of the 20 episode(s)",
     ),
     "cells without identity": (
         lambda run, _: edit_cells(run, lambda cells: [{k: v for k, v in c.items() if k != "identity"} for c in cells]),
@@ -115,7 +115,7 @@ BROKEN: dict[str, tuple[Callable[[Path, Path], Any], str]] = {
     ),
     "one cell swapped for another run's": (
         lambda run, made: edit_cells(run, lambda cells: [*_other_cells(made), cells[0]]),
-        "records no cell for 4 of the 8 episode(s)",
+        "records no cell for 10 of the 20 episode(s)",
     ),
     "identity.surface as text": (
         lambda run, _: edit_cells(run, _surface_as_text),

@@ -166,7 +166,7 @@ def test_bfcl_runs_through_the_same_report_and_gate(tmp_path: Path):
     store = RunStore(tmp_path / "run", commit_interval_s=0.5)
     store.prepare()
     for surface in ("full", "dispatcher", "core"):
-        cell = resolve_cell(CellSpec("bfcl:multiple", surface, "qwen2.5-coder-0.5b-instruct", split="dev", limit=8))
+        cell = resolve_cell(CellSpec("bfcl:multiple", surface, "qwen2.5-coder-0.5b-instruct", split="dev", limit=10))
         # what `surfbench run` records (the gate reads it), with the oracle that answers in place of the model
         store.write_run_info({"cells": [{**cell.provenance(), "provider": "scripted"}]})
         run_cell(cell, ModelPool(None), store, "oracle", client=OracleClient("bfcl:multiple"))

@@ -266,7 +266,7 @@ def test_workspace_runs_through_the_same_report_and_gate(tmp_path: Path):
     store = RunStore(tmp_path / "run", commit_interval_s=0.5)
     store.prepare()
     cells = [
-        resolve_cell(CellSpec("workspace", surface, "qwen2.5-coder-0.5b-instruct", split="dev", limit=6))
+        resolve_cell(CellSpec("workspace", surface, "qwen2.5-coder-0.5b-instruct", split="dev", limit=10))
         for surface in ("unified", "split")
     ]
     store.write_run_info({"cells": [{**c.provenance(), "provider": "scripted"} for c in cells]})
