@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 MODEL = "qwen2.5-coder-0.5b-instruct"
 OUT = ROOT / "results" / "bench" / "batching.json"
 WORKLOADS = ("front", "preselect")
+"""The workloads run by default; ``full`` (forge dev ``full``) on request."""
 SPIN = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    pass\n"
 """The competing busy process: spins until its parent (this script) is gone, so it never outlives it."""
 
@@ -63,6 +64,7 @@ def workload_specs(names: list[str], limit: int | None) -> dict[str, list[dict[s
             {"suite": "forge", "surface": s, "split": front.get("split", "dev"), "tasks": tasks} for s in surfaces
         ],
         "preselect": [{"suite": "forge", "surface": "preselect", "split": "dev", "limit": limit}],
+        "full": [{"suite": "forge", "surface": "full", "split": "dev", "limit": limit}],
     }
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -89,6 +91,8 @@ def resolve(setting: Any, model: str, specs: dict[str, list[dict[str, Any]]]) ->
         data["threads"] = setting.threads
     if setting.flash_attn is not None:
         data["flash_attn"] = setting.flash_attn
+    if setting.stop is not None:  # stop=0: off, whatever the config says
+        data["stop_on_repeated_call"] = setting.stop or None
     repeat = stop_on_repeat()
     return [
         (name, resolve_cell(CellSpec(model=model, concurrency=setting.concurrency, stop_on_repeat=repeat, **spec),
@@ -159,6 +163,9 @@ def measure(setting: Any, cells: list[tuple[str, Any]], tmp: Path) -> tuple[dict
         "name": setting.name, "engine": setting.engine, "slots": setting.slots, "concurrency": setting.concurrency,
         "threads": setting.threads or cfg.threads, "threads_batch": setting.threads_batch, "poll": setting.poll,
         "episodes": len(episodes), "steps": len(steps), "errors": int(episodes["error"].notna().sum()),
+        "completion_tokens": int(steps["completion_tokens"].fillna(0).sum()),
+        "steps_cut": int(steps["finish_reason"].eq("repeated_call").sum()),
+        "steps_at_max_tokens": int(steps["finish_reason"].eq("length").sum()),
         "successes": int(episodes["success"].eq(True).sum()),
         "startup_s": round(startup, 2), "wall_s": round(wall, 2),
         "episodes_per_hour": round(len(episodes) / wall * 3600, 1) if wall else None,
@@ -208,6 +215,7 @@ def main() -> int:
         markdown_rows,
         parse_settings,
         speedups,
+        verdict_differences,
         workload_outcomes,
     )
 
@@ -273,6 +281,7 @@ def main() -> int:
                     row["quiet"] = {k: quiet_row[k] for k in ("episodes", "wall_s", "episodes_per_hour", "steps")}
                     row["differing_vs_quiet"] = differences(quiet_outcomes, outcomes[setting.name])
                 row["differing"] = differences(outcomes[settings[0].name], outcomes[setting.name])
+                row["verdicts_differing"] = verdict_differences(outcomes[settings[0].name], outcomes[setting.name])
                 one = "llama-server:1"
                 if setting.engine == "llama-server" and setting.slots > 1 and one in outcomes:
                     row["differing_vs_one_slot"] = differences(outcomes[one], outcomes[setting.name])
@@ -284,7 +293,8 @@ def main() -> int:
                 write_atomic(args.out, {**sections, "busy" if args.busy else "quiet": record})
                 print(f"{setting.name}: {row['episodes']} episodes in {row['wall_s']} s = "
                       f"{row['episodes_per_hour']} episodes/h ({row['speedup']}x); "
-                      f"{len(row['differing'])} differ from {settings[0].name}", flush=True)  # fmt: skip
+                      f"{len(row['differing'])} differ from {settings[0].name}, "
+                      f"{len(row['verdicts_differing'])} in a verdict", flush=True)  # fmt: skip
     finally:
         if busy is not None:
             busy.kill()
@@ -297,6 +307,8 @@ def main() -> int:
     for row in record["settings"]:
         for line in row["differing"][:10]:
             print(f"  {row['name']} differs: {line}")
+        for line in row["verdicts_differing"]:
+            print(f"  {row['name']} verdict differs: {line}")
     print("\nrows for docs/benchmarks.md:")
     for line in markdown_rows(record):
         print(line)

@@ -41,6 +41,8 @@ BUSY_SETTINGS = ("llama-cpp-python", "llama-server:1", "llama-server:1:t=1", "ll
 generation thread with two prompt threads."""
 TARGET_SPEEDUP = 1.5
 """Issue 30: episodes per hour at the best N against today's one-at-a-time server."""
+STOP_TARGET = 1.4
+"""Issue 51: episodes per hour with the stop inside a step against without, at 0.5B, no verdict changed."""
 PROPORTIONAL_SHARE = 0.8
 """Busy against quiet is "in proportion to the cores left" when it keeps at least this share of that proportion
 (1 of 2 cores left: at least 0.4x of the quiet rate; the failure the issue names is 10-20x slower)."""
@@ -64,6 +66,8 @@ class Setting:
     flash_attn: str | None = None
     """llama-server only: ``--flash-attn`` (off, on, auto); None: the model config's (off by default). Compared
     episode by episode like any setting: the identity check flash attention needs before it may be turned on."""
+    stop: int | None = None
+    """The model config's ``stop_on_repeated_call`` (bench.models.repeats): 0 is off, None the config's own."""
 
     @property
     def concurrency(self) -> int:
@@ -74,7 +78,7 @@ class Setting:
         """The setting in the form :func:`parse_setting` reads (canonical: engine's full name, slots for the server)."""
         parts = [self.engine] + ([str(self.slots)] if self.engine == "llama-server" else [])
         named = (("t", self.threads), ("tb", self.threads_batch), ("poll", self.poll), ("wait", self.wait),
-                 ("fa", self.flash_attn))  # fmt: skip
+                 ("fa", self.flash_attn), ("stop", self.stop))  # fmt: skip
         for key, value in named:
             if value is not None:
                 parts.append(f"{key}={value}")
@@ -82,10 +86,13 @@ class Setting:
 
 
 def parse_setting(text: str) -> Setting:
-    """``ENGINE[:SLOTS][:t=N][:tb=N][:poll=N][:wait=W][:fa=F]``, e.g. ``llama-server:2:t=1``; ValueError saying why."""
+    """``ENGINE[:SLOTS][:t=N][:tb=N][:poll=N][:wait=W][:fa=F][:stop=K]``, e.g. ``llama-server:2:t=1``.
+
+    A ValueError says what is wrong.
+    """
     usage = (
-        "ENGINE[:SLOTS][:t=THREADS][:tb=BATCH_THREADS][:poll=0-100][:wait=passive|active][:fa=off|on|auto], "
-        "e.g. llama-server:2:t=1"
+        "ENGINE[:SLOTS][:t=THREADS][:tb=BATCH_THREADS][:poll=0-100][:wait=passive|active][:fa=off|on|auto]"
+        "[:stop=K|0], e.g. llama-server:2:t=1"
     )
     head, *rest = text.strip().split(":")
     engine = ENGINES.get(head)
@@ -104,7 +111,7 @@ def parse_setting(text: str) -> Setting:
                 raise ValueError(f"setting {text!r}: {key} given twice")
             named[key] = value
             continue
-        if not sep or key not in ("t", "tb", "poll") or not value.isdigit():
+        if not sep or key not in ("t", "tb", "poll", "stop") or not value.isdigit():
             raise ValueError(f"setting {text!r}: cannot read {part!r}; {usage}")
         if key in found:
             raise ValueError(f"setting {text!r}: {key} given twice")
@@ -113,13 +120,15 @@ def parse_setting(text: str) -> Setting:
         raise ValueError(f"setting {text!r}: slots and threads are 1 or more")
     if found.get("poll", 0) > 100:
         raise ValueError(f"setting {text!r}: poll is 0 to 100")
+    if found.get("stop") == 1:
+        raise ValueError(f"setting {text!r}: stop is 0 (off) or 2 or more (a call seen once is no repeat)")
     if engine == "llama-cpp-python" and (slots != 1 or "poll" in found or "fa" in named):
         raise ValueError(
             f"setting {text!r}: llama-cpp-python serves one request at a time (no slots, no poll) and has no "
             "fa=; use llama-server:N for continuous batching"
         )
     wait, fa = named.get("wait"), named.get("fa")
-    return Setting(engine, slots, found.get("t"), found.get("tb"), found.get("poll"), wait, fa)
+    return Setting(engine, slots, found.get("t"), found.get("tb"), found.get("poll"), wait, fa, found.get("stop"))
 
 
 def parse_settings(texts: Sequence[str]) -> list[Setting]:
@@ -144,6 +153,14 @@ class Outcome:
     calls: tuple[tuple[str, str], ...]
     """(operation named, else the tool called; arguments as canonical JSON), in (step, index) order."""
     success: bool | None
+    first_try: int | None = None
+    """Expected calls right on the first try (the episode's ``first_try_correct``)."""
+    selection: bool | None = None
+    """The episode's ``selection_correct``."""
+
+    def verdicts(self) -> tuple[int | None, bool | None, bool | None]:
+        """(first-try, selection, success): what a setting that saves time must leave alone."""
+        return self.first_try, self.selection, self.success
 
 
 def _canonical(arguments: Any) -> str:
@@ -180,7 +197,9 @@ def episode_outcomes(episodes: Any, calls: Any) -> dict[str, Outcome]:
             raise ValueError(f"episode {key} appears twice in one setting's episodes")
         made = sorted(by_episode.get(str(row["episode_key"]), []))
         success = None if _missing(row.get("success")) else bool(row["success"])
-        out[key] = Outcome(tuple((name, args) for _, _, name, args in made), success)
+        first = None if _missing(row.get("first_try_correct")) else int(row["first_try_correct"])
+        selection = None if _missing(row.get("selection_correct")) else bool(row["selection_correct"])
+        out[key] = Outcome(tuple((name, args) for _, _, name, args in made), success, first, selection)
     return out
 
 
@@ -216,6 +235,27 @@ def differences(reference: Mapping[str, Outcome], other: Mapping[str, Outcome]) 
                 lines.append(f"{key}: calls differ from call {at + 1} ({len(a.calls)} vs {len(b.calls)} calls)")
             elif a.success != b.success:
                 lines.append(f"{key}: success {a.success} vs {b.success}")
+    return lines
+
+
+def verdict_differences(reference: Mapping[str, Outcome], other: Mapping[str, Outcome]) -> list[str]:
+    """One line per episode whose first-try, selection or success differs (or that one side lacks); [] when none.
+
+    For a setting meant to change what is executed but no verdict (``stop=K``: a repeated call runs once).
+    """
+    lines = []
+    for key in sorted(set(reference) | set(other)):
+        if key not in other or key not in reference:
+            lines.append(f"{key}: {'missing' if key not in other else 'not in the reference'}")
+            continue
+        a, b = reference[key], other[key]
+        changed = [
+            f"{name} {x} vs {y}"
+            for name, x, y in zip(("first-try", "selection", "success"), a.verdicts(), b.verdicts(), strict=True)
+            if x != y
+        ]
+        if changed:
+            lines.append(f"{key}: {', '.join(changed)}")
     return lines
 
 
@@ -264,10 +304,24 @@ def markdown_rows(record: Mapping[str, Any]) -> list[str]:
             f"{row['speedup']}x ({row['episodes_per_hour']} vs {base['episodes_per_hour']} episodes/h; "
             f"{row['wall_s']} vs {base['wall_s']} s; {same})"
         )
+        if "verdicts_differing" in row and "completion_tokens" in base:  # a stop setting: what it cut, what it kept
+            kept = row["episodes"] - len(row["verdicts_differing"])
+            result = result[:-1] + (
+                f"; {row.get('steps_cut', 0)} steps cut, {row['completion_tokens']:,} vs "
+                f"{base['completion_tokens']:,} tokens generated; first-try, selection and success identical in "
+                f"{kept} of {row['episodes']})"
+            )
         out.append(
             f"| batching{where}: episodes per hour, {row['name']} (concurrency {row['slots']}) vs "
             f"{base['name']} ({what}) | {result} | - | - | {stamp} |"
         )
+        if "stop=" in str(row["name"]) and row.get("speedup") is not None:
+            ok = float(row["speedup"]) >= STOP_TARGET and not row.get("verdicts_differing")
+            out.append(
+                f"| stop inside a step: {row['name']} vs {base['name']} ({what}) | {row['speedup']}x, "
+                f"{len(row.get('verdicts_differing') or [])} episode(s) with a verdict changed | "
+                f">= {STOP_TARGET}x, none changed | {_verdict(ok)} | {stamp} |"
+            )
     best = best_setting(rows)
     if best is not None and not busy:
         ok = best.get("speedup") is not None and float(best["speedup"]) >= TARGET_SPEEDUP

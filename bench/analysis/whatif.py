@@ -29,6 +29,7 @@ from surfbench.bench.analysis.replay import (
     rescore,
     self_check,
 )
+from surfbench.bench.base.atomic import write_atomic
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.base.markdown import markdown_table
 from surfbench.bench.score.stuck import RepeatTracker, scan, step_output
@@ -284,7 +285,7 @@ def parse_setting(text: str) -> list[int]:
     """``stop_on_repeat=K`` or ``stop_on_repeat=K1,K2,...`` -> the Ks."""
     name, _, value = text.partition("=")
     if name.strip() != "stop_on_repeat" or not value:
-        raise ConfigError(f"{text!r}: expected stop_on_repeat=K (or K1,K2,...)")
+        raise ConfigError(f"{text!r}: expected stop_on_repeat=K or stop_on_repeated_call=K (or K1,K2,...)")
     try:
         ks = sorted({int(v) for v in value.split(",")})
     except ValueError:
@@ -415,8 +416,13 @@ def run_whatif(setting: str, runs: Sequence[str | Path], summary_only: bool = Fa
 
 def main(setting: str, runs: Sequence[str], out: str | None = None, summary_only: bool = False) -> int:
     """Entry point of ``surfbench whatif``: print the report (and write it to ``out``)."""
-    text = run_whatif(setting, runs, summary_only=summary_only)
+    if setting.partition("=")[0].strip() == "stop_on_repeated_call":  # the stop inside a step: its own analysis
+        from surfbench.bench.analysis.whatif_step import run_whatif_step
+
+        text = run_whatif_step(setting, runs)
+    else:
+        text = run_whatif(setting, runs, summary_only=summary_only)
     print(text, end="")
     if out:
-        Path(out).write_text(text, encoding="utf-8")
+        write_atomic(Path(out), text)  # a report is whole or absent
     return 0

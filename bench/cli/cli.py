@@ -325,8 +325,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", help="run folders")
     p.set_defaults(func=_compact)
 
-    p = sub.add_parser("whatif", help="effect of stop_on_repeat=K on recorded runs, without a model")
-    p.add_argument("setting", help="stop_on_repeat=K, or stop_on_repeat=K1,K2,... for several")
+    p = sub.add_parser(
+        "whatif", help="effect of stop_on_repeat=K or stop_on_repeated_call=K on recorded runs, without a model"
+    )
+    p.add_argument(
+        "setting",
+        help="stop_on_repeat=K (end an episode stuck on a failing step) or stop_on_repeated_call=K (end an answer at "
+        "the K-th copy of one call); K1,K2,... for several",
+    )
     p.add_argument("runs", nargs="+", help="run folders")
     p.add_argument("--out", type=out_file, default=None, help="also write the markdown to this file")
     p.add_argument("--summary-only", action="store_true", help="only the self-check and the summary table")

@@ -68,6 +68,17 @@ def model_config(name: str, data: dict[str, Any] | None = None) -> ModelConfig:
             f"{origin('repeat_penalty', cfg.repeat_penalty)}: llama.cpp's sampling field, for local models only "
             "(hosted APIs refuse it; they have presence_penalty and frequency_penalty instead)"
         )
+    openai_compatible = cfg.provider == "litellm" and bool(cfg.api_base) and str(cfg.model or "").startswith("openai/")
+    if cfg.stop_on_repeated_call is not None and not (cfg.provider == "local" or openai_compatible):
+        raise ConfigError(
+            f"{origin('stop_on_repeated_call', cfg.stop_on_repeated_call)}: the answer is streamed from an "
+            "OpenAI-compatible endpoint and cut there: local models, or `model: openai/NAME` with an api_base"
+        )
+    if cfg.stop_on_repeated_call is not None and cfg.mode != "prompted":
+        raise ConfigError(
+            f"{origin('stop_on_repeated_call', cfg.stop_on_repeated_call)}: the stop reads calls written as "
+            "text: prompted mode only (mode: prompted)"
+        )
     if cfg.flash_attn != "off" and (cfg.provider != "local" or cfg.server != "llama-server"):
         raise ConfigError(
             f"{origin('flash_attn', cfg.flash_attn)}: llama-server's `--flash-attn`, for local models on "

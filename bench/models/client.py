@@ -24,8 +24,10 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from typing import Any
+
+import httpx
 
 from surfbench.bench.base.concurrency import EndpointGate, EndpointRing, park
 from surfbench.bench.base.secrets import redact
@@ -35,7 +37,9 @@ from surfbench.bench.models.cost import call_cost, call_usage, prices
 from surfbench.bench.models.litellm_setup import CAPTURE, litellm_module
 from surfbench.bench.models.parsing import turn_from_output
 from surfbench.bench.models.prompting import prompted_messages
+from surfbench.bench.models.repeats import dedupe_calls
 from surfbench.bench.models.server_slots import PinnedClient, SlotPool
+from surfbench.bench.models.streaming import StreamHTTPError, stream_completion, wire_body
 from surfbench.bench.models.types import ModelRequest, ModelTurn, ParsedCall, ParseFailure, Usage
 
 
@@ -60,6 +64,10 @@ class ContextOverflow(ModelError):
 
 
 def _transient(exc: Exception) -> bool:
+    if isinstance(exc, StreamHTTPError):  # a streamed call (stop_on_repeated_call): the server's 5xx
+        return exc.status_code >= 500
+    if isinstance(exc, httpx.TransportError):  # a streamed call's connection failed or timed out
+        return True
     litellm = litellm_module()
     kinds = tuple(
         getattr(litellm, n)
@@ -197,18 +205,23 @@ class LiteLLMClient:
         payload = self.wire_payload(req)
         # a local server's port changes from run to run: the weights' hash stands for the endpoint
         endpoint = self.identity if self.is_local else f"{self.identity}@{self.api_base or ''}"
-        key = request_hash({"endpoint": endpoint, "mode": req.mode, "fmt": req.prompt_format, **payload})
+        stop = req.stop_on_repeated_call
+        # the stop changes the answer: in the key when on; off, the key is as before
+        hashed = {"stop_on_repeated_call": stop} if stop is not None else {}
+        key = request_hash({"endpoint": endpoint, "mode": req.mode, "fmt": req.prompt_format, **payload, **hashed})
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
                 return _turn_from_json(hit, cache_hit=True, key=key)
-        turn = self._call_with_retries(payload, key, slot)
+        turn = self._call_with_retries(payload, key, slot, stop)
         if self.cache is not None:
             with self._lock:  # two episodes may send the same request at once; one writes the entry
                 self.cache.put(key, _turn_to_json(turn))
         return turn
 
-    def _call_with_retries(self, payload: dict[str, Any], key: str, slot: int | None = None) -> ModelTurn:
+    def _call_with_retries(
+        self, payload: dict[str, Any], key: str, slot: int | None = None, stop: int | None = None
+    ) -> ModelTurn:
         with self._lock:
             if self._start is not None:  # a local server starts on the first request the cache cannot answer
                 started = self._start()
@@ -226,7 +239,10 @@ class LiteLLMClient:
             outcome = "error"
             used: int | None = None
             try:
-                turn = self._call_once(litellm, payload, key, slot)
+                if stop is not None:
+                    turn = self._stream_once(payload, key, slot, stop)
+                else:
+                    turn = self._call_once(litellm, payload, key, slot)
                 self.answered = True
                 outcome = "ok"
                 used = (turn.usage.prompt_tokens or 0) + (turn.usage.completion_tokens or 0)
@@ -320,6 +336,43 @@ class LiteLLMClient:
         else:
             request_bytes, source = len(compact_json(payload).encode("utf-8")), "estimated"
         return self._turn(litellm, response, latency, request_bytes, source, key, slot)
+
+    def _stream_once(self, payload: dict[str, Any], key: str, slot: int | None, stop: int) -> ModelTurn:
+        """One streamed call, cut at the ``stop``-th copy of one complete call (bench.models.streaming)."""
+        extra = {"repeat_penalty": payload["repeat_penalty"]} if "repeat_penalty" in payload else {}
+        if slot is not None:
+            extra["id_slot"] = slot
+        body = wire_body({k: v for k, v in payload.items() if k != "repeat_penalty"}, extra)
+        base = self.ring.take() if self.ring is not None else self.api_base
+        if not base:
+            raise EndpointRefused(f"{self.model}: stop_on_repeated_call streams from an api_base, and none is set")
+        try:
+            out = stream_completion(base, body, self.api_key, self.timeout_s, stop)
+        except StreamHTTPError as exc:
+            if exc.status_code == 400 and ("context" in str(exc) or "exceed" in str(exc)):
+                raise ContextOverflow(f"{self.model}: {_first_line(exc)}") from None
+            raise
+        finally:
+            if self.ring is not None and base:
+                self.ring.give(base)
+        turn = turn_from_output(
+            out.text,
+            out.native,
+            usage=Usage(out.prompt_tokens, out.completion_tokens, None, out.server_cache_n, out.server_prompt_n),
+            request_bytes=out.request_bytes,
+            request_bytes_source="wire",
+            latency_s=out.latency_s,
+            cost_usd=0.0
+            if self.is_local
+            else call_cost(
+                call_usage({"prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens}),
+                self._prices,
+            ),
+            finish_reason=out.finish_reason,
+            request_hash=key,
+            slot=slot,
+        )
+        return replace(turn, tool_calls=dedupe_calls(turn.tool_calls))  # a repeated call runs once
 
     def _turn(
         self,

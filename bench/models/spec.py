@@ -20,6 +20,7 @@ MODEL_KEYS = {
     "chat_format", "mode", "prompt_format", "tokenizer", "temperature", "max_tokens", "seed", "description",
     "script_suite", "script_delay_s", "concurrency", "rpm", "tpm", "cache_control", "limits", "n_parallel",
     "cache_profiles", "server", "slots", "repeat_penalty", "omp_spincount", "flash_attn",
+    "stop_on_repeated_call",
 }  # fmt: skip
 
 
@@ -73,6 +74,11 @@ class ModelConfig:
     repeat_penalty: float | None = ranged(None, 0, 10, null="the engine's own default")
     """For ``local``: llama.cpp's repeat penalty, sent with every request; None sends nothing, so each engine
     uses its own default (llama-cpp-python's server 1.1, llama-server 1.0: docs/models.md)."""
+    stop_on_repeated_call: int | None = ranged(None, 2, 1000, null="off")
+    """End an answer as soon as its text holds one complete call this many times (bench.models.repeats): the
+    answer is streamed from the endpoint and the connection closed there, and the repeated call runs once.
+    Prompted mode on an endpoint with an ``api_base`` (local models, OpenAI-compatible servers); None: off.
+    Part of the cell's identity and of the response cache's key when set (docs/metrics.md)."""
     description: str = ""
     script_suite: str | None = None
     """For ``provider: scripted`` (tests only): the suite whose reference calls it replays."""

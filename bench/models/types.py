@@ -55,6 +55,9 @@ class ModelRequest:
     seed: int | None = 0
     repeat_penalty: float | None = None
     """llama.cpp's repeat penalty (local servers); None: not sent, the engine's default applies."""
+    stop_on_repeated_call: int | None = None
+    """End the answer when its text holds one complete call this many times (bench.models.repeats): streamed,
+    cut there, and the call run once; None: off, the answer runs to its own end or ``max_tokens``."""
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,8 @@ class LoopSettings:
     max_tokens: int = 512
     seed: int | None = 0
     repeat_penalty: float | None = None
+    stop_on_repeated_call: int | None = None
+    """The model config's stop inside a step (bench.models.repeats); None: off."""
     stop_on_repeat: int | None = None
     """End the episode at the K-th consecutive identical repeat of a failing step (bench.score.stuck); None: never."""
 
@@ -134,6 +136,7 @@ def run_episode(
                     max_tokens=settings.max_tokens,
                     seed=settings.seed,
                     repeat_penalty=settings.repeat_penalty,
+                    stop_on_repeated_call=settings.stop_on_repeated_call,
                 )
                 sent_at = time.time()  # the cache model's clock (bench.analysis.cache_model: entries expire)
                 turn = client.complete(request)
