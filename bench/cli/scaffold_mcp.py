@@ -65,6 +65,10 @@ def server_mapping(spec: ServerSpec) -> dict[str, Any]:
     for key in ("cwd", "fixture", "live_data"):
         if getattr(spec, key):
             found[key] = getattr(spec, key)
+    if spec.env:  # `env KEY=VALUE PROGRAM` and the paths in it, as the server gets them
+        found["env"] = dict(spec.env)
+    if spec.watch:
+        found["watch"] = list(spec.watch)
     if spec.headers:
         found["headers"] = dict(spec.headers)
     if spec.startup_timeout_s != STARTUP_TIMEOUT_S:
@@ -93,6 +97,8 @@ def suite_text(name: str, placement: Placement, catalog: Catalog, folder: Path) 
         "cwd": "# the server starts in a fresh empty folder per episode",
         "live_data": "# init --live-data: the server works on this folder ITSELF; writes change it\n"
         "    #   (`surfbench check` lists what each task changed)",
+        "env": "# variables for the server; a path into the data is written {workdir}/...",
+        "watch": "# your folder init copied: check and run hash it and stop if anything changed it",
     }
     server = "\n".join(
         f"    {k}: {_flow(v)}" + (f"   {notes[k]}" if k in notes and spec.command else "")

@@ -21,6 +21,7 @@ from surfbench.bench.mcp.catalog import Workdir
 from surfbench.bench.mcp.client import McpClient, McpTimeout
 from surfbench.bench.mcp.pool import Lease, ServerPool
 from surfbench.bench.mcp.spec import McpServerDied, ServerSpec
+from surfbench.bench.mcp.watch import DataWatch
 
 
 class McpBackend:
@@ -32,6 +33,7 @@ class McpBackend:
         state: Callable[[Path | None], dict[str, Any]] | None = None,
         call_timeout_s: float | None = None,
         pool: ServerPool | None = None,
+        watch: DataWatch | None = None,
     ) -> None:
         if server is None:
             raise ValueError("backend: mcp needs a live server: catalog: {mcp: {command: ..., args: [...]}}")
@@ -44,6 +46,8 @@ class McpBackend:
         self._client: McpClient | None = None
         self._workdir: Workdir | None = None
         self._pool = pool if server.reset_tool else None
+        self._watch = watch
+        """The user's data (bench.mcp.watch): checked when the episode's server stops."""
 
     @property
     def workdir(self) -> Path | None:
@@ -109,3 +113,5 @@ class McpBackend:
         if self._workdir is not None:
             self._workdir.close()
             self._workdir = None
+        if self._watch is not None:  # the server is stopped: nothing it did can still change a file
+            self._watch.verify(self.server.label)

@@ -72,6 +72,9 @@ class ServerSpec:
     against the suite. ``check`` says what its calls changed there. Not part of the identity."""
     suite_dir: str | None = None
     """What ``{suite}`` stands for: the suite's folder (set when a suite loads; None: left as written)."""
+    watch: tuple[str, ...] = ()
+    """The user's own data the server must never change (``init`` lists the folder it copied): hashed before
+    the first episode and checked after each (bench.mcp.watch); resolved against the suite. Not in the identity."""
 
     @property
     def setup_name(self) -> str | None:
@@ -142,6 +145,7 @@ KEYS = (
     "call_timeout_s",
     "reset_tool",
     "live_data",
+    "watch",
 )
 
 
@@ -192,6 +196,10 @@ def from_mapping(data: Any, where: str, folder: Path | None = None) -> ServerSpe
         if not (folder / live).is_dir():
             raise ValueError(f"{where}: mcp.live_data {live!r}: no folder {folder / live}")
         live = str((folder / live).resolve())
+    watch = data.get("watch") or []
+    if not isinstance(watch, list) or not all(isinstance(w, str) and w.strip() for w in watch):
+        raise ValueError(f"{where}: mcp.watch must be a list of paths (the data the server must not change)")
+    watched = tuple(str((folder / w).resolve()) if folder is not None else w for w in watch)
     setup = _setup(data.get("setup"), where, folder)
     cwd = data.get("cwd")
     if cwd is not None and folder is not None and not cwd.startswith("{") and (folder / cwd).is_dir():
@@ -208,6 +216,7 @@ def from_mapping(data: Any, where: str, folder: Path | None = None) -> ServerSpe
         reset_tool=data.get("reset_tool"),
         live_data=live,
         suite_dir=str(folder.resolve()) if folder is not None else None,
+        watch=watched,
         **times,
     )
 

@@ -34,6 +34,8 @@ class McpCatalogSpec:
     """A ``tools/list`` dump the live catalog is compared with."""
     pool: Any = field(default=None, compare=False, repr=False)
     """Servers kept between episodes (bench.mcp.pool.ServerPool), when the server declares a reset."""
+    watch: Any = field(default=None, compare=False, repr=False)
+    """The user's data the server must not change (bench.mcp.watch.DataWatch), when ``mcp.watch`` lists any."""
 
 
 def resolve(value: Mapping[str, Any] | None, folder: Path, where: str) -> McpCatalogSpec | None:
@@ -44,9 +46,12 @@ def resolve(value: Mapping[str, Any] | None, folder: Path, where: str) -> McpCat
     if pinned is not None and not (folder / pinned).is_file():
         raise ValueError(f"{where}: catalog.pinned: no file {folder / pinned} (write one with surfbench catalog dump)")
     from surfbench.bench.mcp.pool import ServerPool
+    from surfbench.bench.mcp.watch import DataWatch
 
     server = from_mapping(value["mcp"], where, folder)
-    return McpCatalogSpec(server, folder / pinned if pinned else None, ServerPool() if server.reset_tool else None)
+    pool = ServerPool() if server.reset_tool else None
+    watch = DataWatch(server.watch) if server.watch else None
+    return McpCatalogSpec(server, folder / pinned if pinned else None, pool, watch)
 
 
 def live_suite_catalog(spec: McpCatalogSpec, name: str) -> Catalog:
@@ -94,6 +99,8 @@ def new_mcp_backend(
         state = load_hook(
             str(folder / state) if ":" in state else state, folder / "suite.yaml", "backend_options.state"
         )
-    backend = McpBackend(spec.server, state=state, pool=spec.pool, **options)
+    if spec.watch is not None:  # hashed once, before the first episode's server starts
+        spec.watch.start()
+    backend = McpBackend(spec.server, state=state, pool=spec.pool, watch=spec.watch, **options)
     backend.reset(scenario)
     return backend

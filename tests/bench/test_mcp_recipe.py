@@ -160,7 +160,10 @@ def test_init_copies_the_data_so_check_and_a_run_leave_the_users_folder_untouche
     assert "copied notes (2 files, 35 bytes) into suites/notes/fixture" in out
     assert "argument files_server.py written as {suite}/../../files_server.py" in out
     mcp = yaml.safe_load((suite / "suite.yaml").read_text())["catalog"]["mcp"]
-    assert mcp == {"command": "python", "args": ["{suite}/../../files_server.py", "{workdir}"], "fixture": "fixture"}
+    assert mcp == {
+        "command": "python", "args": ["{suite}/../../files_server.py", "{workdir}"], "fixture": "fixture",
+        "watch": ["../../notes"],  # the user's folder: check and run stop if anything changes it
+    }  # fmt: skip
     assert {k: v[0] for k, v in tree(suite / "fixture").items()} == {k: v[0] for k, v in before.items()}
     # nothing generated names this machine's folders: the suite moves with its parent folder
     for path in (p for p in suite.rglob("*") if p.is_file() and "fixture" not in p.parts and p.suffix != ".json"):
@@ -281,9 +284,12 @@ def test_init_asks_which_folder_when_the_arguments_name_several(
     err = capsys.readouterr().err
     assert "its arguments name several folders (./notes, ./other)" in err and "--fixture DIR" in err
     assert not (tmp_path / "suites").exists()
-    assert cli_main(["init", "--mcp", command, "--fixture", "notes", "suites/two"]) == 0
+    # the other folder is outside the copy: the server could write there, so init refuses it (issue 50)
+    assert cli_main(["init", "--mcp", command, "--fixture", "notes", "suites/two"]) == 2
+    assert "./other is outside the data folder init copies" in capsys.readouterr().err
+    assert cli_main(["init", "--mcp", "python files_server.py ./notes --cache-dir=./notes/cache", "suites/two"]) == 0
     mcp = yaml.safe_load((tmp_path / "suites" / "two" / "suite.yaml").read_text())["catalog"]["mcp"]
-    assert mcp["args"] == ["{suite}/../../files_server.py", "{workdir}", "--cache-dir={suite}/../../other"]
+    assert mcp["args"] == ["{suite}/../../files_server.py", "{workdir}", "--cache-dir={workdir}/cache"]
     assert cli_main(["init", "--mcp", "python files_server.py .", "notes/inside"]) == 2  # a copy of itself
     assert "is inside the data folder" in capsys.readouterr().err
 
