@@ -114,7 +114,10 @@ def bootstrap_delta(
     """Difference (candidate - baseline) in micro-averaged accuracy with a 95% percentile interval.
 
     ``pairs``: per task, ((baseline correct, baseline attempts), (candidate correct, candidate attempts)).
-    Tasks are resampled with replacement ``rounds`` times (seeded: the same input gives the same interval).
+    Tasks are resampled with replacement ``rounds`` times (seeded: the same input gives the same interval). The
+    interval lies within [-1, 1], a difference of two shares. Kept in numpy rather than scipy.stats.bootstrap: the
+    statistic is a ratio of sums over resampled tasks, computed for all rounds at once here, and the power analysis
+    (bench.analysis.power) reads its standard error off this same interval.
     """
     import numpy as np
 

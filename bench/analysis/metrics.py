@@ -115,7 +115,12 @@ METRICS: dict[str, Metric] = {
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval for a proportion."""
+    """95% Wilson score interval for a proportion, within [0, 1].
+
+    Kept as its closed form rather than statsmodels' ``proportion_confint(method="wilson")``, which gives the same
+    numbers (tests/bench/test_statistics.py compares them) but is a test-only dependency here: five lines do
+    not justify statsmodels and patsy in every install.
+    """
     if n == 0:
         return (math.nan, math.nan)
     p = successes / n

@@ -1,7 +1,7 @@
 """Partial and efficient credit on hand-built episodes with known answers, and their per-cell means and intervals.
 
 Definitions: docs/metrics.md (partial and efficient credit); code: bench/score/credit.py (per episode),
-bench/analysis/credit.py (per cell). The intervals are checked against scipy's and statsmodels' t intervals.
+bench/analysis/credit.py (per cell). The intervals are checked against scipy's bootstrap and to lie in [0, 1].
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import math
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 from scipy import stats
-from statsmodels.stats.weightstats import DescrStatsW
 
-from surfbench.bench.analysis.credit import mean_interval, t_quantile
+from surfbench.bench.analysis.credit import mean_interval
 from surfbench.bench.analysis.metrics import summarize_cell
 from surfbench.bench.base.taxonomy import ErrorType
 from surfbench.bench.contracts.records import CallRecord, EpisodeTrace, StepRecord
@@ -124,39 +124,37 @@ def test_policy_counts_are_none_without_a_policy_and_count_denied_refused_and_as
     assert (clean.policy_denials, clean.policy_recovered) == (0, None)  # nothing stopped: recovery does not apply
 
 
-# -- per cell: means and t intervals ---------------------------------------------------------------------------
-def test_t_quantiles_match_scipy():
-    for df in [*range(1, 120), 250, 1000, 100_000]:
-        for p in (0.6, 0.9, 0.975, 0.995):
-            assert t_quantile(p, df) == pytest.approx(stats.t.ppf(p, df), abs=1e-6), (p, df)
-    with pytest.raises(ValueError, match="df >= 1"):
-        t_quantile(0.975, 0)
-
-
-@pytest.mark.parametrize("n", [2, 3, 7, 40, 300])
-def test_the_mean_interval_is_scipys_and_statsmodels_t_interval(n: int):
+# -- per cell: means and bootstrap intervals -----------------------------------------------------------------
+@pytest.mark.parametrize("n", [2, 3, 7, 40])
+def test_the_mean_interval_is_scipys_bca_bootstrap_and_stays_within_the_values(n: int):
     rng = random.Random(n)
-    values = [rng.uniform(0.0, 3.0) for _ in range(n)]
+    values = [rng.choice([0.2, 0.25, 1 / 3, 0.5, 1.0]) for _ in range(n - 1)] + [1.0]
     mean, low, high = mean_interval(values)
-    ref = stats.t.interval(0.95, n - 1, loc=stats.tmean(values), scale=stats.sem(values))
-    assert (mean, low, high) == pytest.approx((sum(values) / n, *ref), abs=1e-6)
-    assert (low, high) == pytest.approx(DescrStatsW(values).tconfint_mean(0.05), abs=1e-6)
+    assert mean == pytest.approx(sum(values) / n)
+    assert low is not None and high is not None and min(values) <= low <= mean <= high <= max(values)
+    if len(set(values)) > 1 and n > 3:
+        ref = stats.bootstrap((values,), np.mean, n_resamples=9999, method="BCa", random_state=0).confidence_interval
+        assert (low, high) == pytest.approx((ref.low, ref.high), abs=1e-9)
 
 
-def test_a_shares_interval_stays_within_0_and_1_and_one_value_has_none():
-    assert mean_interval([1.0, 1.0, 0.0], share=True)[1:] == (0.0, 1.0)
-    mean, low, high = mean_interval([1.0, 1.0, 0.0])
-    assert low == 0.0 and high is not None and high > 1.0  # an efficiency is cut at 0 only
+def test_an_efficiency_of_a_handful_of_episodes_has_no_interval_past_100_percent():
+    # a reference run's full: efficiency 54% with Student's t interval [4%, 104%]; a share cannot pass 0 or 1
+    values = [1.0, 0.2, 0.25, 1.0, 0.25]
+    t_high = stats.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=stats.sem(values))[1]
+    assert t_high > 1.0  # the old interval
+    mean, low, high = mean_interval(values)
+    assert 0.0 <= low <= mean <= high <= 1.0  # type: ignore[operator]
+    assert mean_interval([1.0, 1.0, 1.0]) == (1.0, 1.0, 1.0)  # every value the same: that value
     assert mean_interval([0.5]) == (0.5, None, None) and mean_interval([]) == (None, None, None)
 
 
 def test_the_95_percent_interval_covers_the_true_mean_about_95_percent_of_the_time():
     rng = random.Random(7)
     hits = 0
-    for _ in range(2000):
-        _, low, high = mean_interval([rng.gauss(0.5, 0.2) for _ in range(12)])
+    for _ in range(300):
+        _, low, high = mean_interval([min(1.0, max(0.0, rng.gauss(0.5, 0.2))) for _ in range(20)])
         hits += low is not None and high is not None and low <= 0.5 <= high
-    assert 0.935 <= hits / 2000 <= 0.965
+    assert 0.9 <= hits / 300 <= 0.99
 
 
 ROW = {
@@ -180,8 +178,8 @@ def test_the_cell_summary_holds_each_mean_over_the_episodes_that_have_it_with_it
     summary = summarize_cell(rows())
     assert summary.call_share == pytest.approx(2 / 3) and summary.state_share == pytest.approx(2.5 / 3)
     assert summary.efficiency == pytest.approx(0.75)
-    low, high = stats.t.interval(0.95, 2, loc=0.75, scale=stats.sem([1.0, 0.5, 0.75]))
-    assert (summary.efficiency_ci_low, summary.efficiency_ci_high) == pytest.approx((low, high))
+    _, low, high = mean_interval([1.0, 0.5, 0.75])  # the bootstrap interval, within the values: [0.5, 1.0]
+    assert (summary.efficiency_ci_low, summary.efficiency_ci_high) == (low, high) and 0.5 <= low < high <= 1.0
     assert summary.policy_denials == pytest.approx(0.75) and summary.policy_recovered == pytest.approx(0.5)
     assert summary.success_rate == 1.0 and summary.first_try_accuracy == pytest.approx(2 / 3)  # unchanged
     old = summarize_cell([ROW, ROW])  # rows recorded before these columns
@@ -198,7 +196,7 @@ def test_the_report_shows_partial_credit_beside_success_only_where_measured():
     assert after == ["calls matched [95% CI]", "state checks [95% CI]", "efficiency [95% CI]", "policy denials",
                      "recovered (policy)"]  # fmt: skip
     cells = dict(zip(head, table[0], strict=True))
-    assert cells["efficiency [95% CI]"] == "75% [13%, 137%]" and cells["policy denials"] == "0.8"
+    assert cells["efficiency [95% CI]"] == "75% [50%, 100%]" and cells["policy denials"] == "0.8"
     assert cell_table(data) == [[c for h, c in zip(head, table[0], strict=True) if h in CELL_HEAD]]
     old = ReportData(["r"], [CellRow(keys, summarize_cell([ROW]), 100.0, 3.0)], [], {}, [], set(), "full")
     assert cell_head(old) == CELL_HEAD  # runs without the metrics keep their table
