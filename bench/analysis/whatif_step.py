@@ -189,45 +189,56 @@ def rows(run: str | Path, k: int, cells: Sequence[CellCut]) -> list[list[str]]:
     return out
 
 
+def _add(total: list[float], cells: Sequence[CellCut]) -> None:
+    """Add the cells' counts to a running total (see :func:`_total_row`)."""
+    for c in cells:
+        parts = (
+            len(c.episodes), c.tokens, c.seconds, c.total("steps_cut"), c.total("seconds_saved"),
+            c.count("changed_at"), c.count("first_try_open"), c.count("selection_open"), c.total("tokens_saved"),
+            c.steps,
+        )  # fmt: skip
+        for i, value in enumerate(parts):
+            total[i] += value
+
+
+def _total_row(head: list[str], t: Sequence[float]) -> list[str]:
+    return [
+        *head, f"{t[0]:.0f}", f"{t[3]:.0f} of {t[9]:.0f}", f"{t[8]:,.0f} ({_pct(t[8], t[1])})",
+        f"{t[4]:,.0f} ({_pct(t[4], t[2])})", f"{t[5]:.0f}", f"{t[6]:.0f}", f"{t[7]:.0f}", f"{t[5]:.0f}",
+    ]  # fmt: skip
+
+
+TOTAL_HEAD = [
+    "episodes", "steps cut", "generated tokens saved (est.)", "model s saved (at most)", "episodes changed",
+    "first-try open", "selection open", "success open",
+]  # fmt: skip
+
+
 def run_whatif_step(setting: str, runs: Sequence[str | Path]) -> str:
-    """The whole report as markdown: one row per run, cell and K, then the runs together."""
+    """The whole report as markdown: all runs together, then per run, then per cell, for each K."""
     ks = parse_step_setting(setting)
     suites = Suites()
     table: list[list[str]] = []
-    totals = {k: [0, 0, 0.0, 0, 0.0, 0, 0, 0, 0] for k in ks}
+    totals = {k: [0.0] * 10 for k in ks}
+    per_run: list[list[str]] = []
     notes: list[str] = []
     for run in runs:
         for k in ks:
             cells, skipped = analyse(run, k, suites)
             table += rows(run, k, cells)
-            t = totals[k]
-            for c in cells:
-                t[0] += len(c.episodes)
-                t[1] += c.tokens
-                t[2] += c.seconds
-                t[3] += int(c.total("steps_cut"))
-                t[4] += c.total("seconds_saved")
-                t[5] += c.count("changed_at")
-                t[6] += c.count("first_try_open")
-                t[7] += c.count("selection_open")
-                t[8] += int(c.total("tokens_saved"))
+            _add(totals[k], cells)
+            mine = [0.0] * 10
+            _add(mine, cells)
+            per_run.append(_total_row([Path(run).name, str(k)], mine))
             if k == ks[0]:
                 notes += [f"{Path(run).name}: skipped {n} episode(s): {why}" for why, n in sorted(skipped.items())]
-    summary = [
-        [str(k), str(t[0]), str(t[3]), f"{t[8]:,} ({_pct(t[8], t[1])})", f"{t[4]:,.0f} ({_pct(t[4], t[2])})",
-         str(t[5]), str(t[6]), str(t[7]), str(t[5])]
-        for k, t in totals.items()
-    ]  # fmt: skip
-    head = [
-        "K", "episodes", "steps cut", "generated tokens saved (est.)", "model s saved (at most)", "episodes changed",
-        "first-try open", "selection open", "success open",
-    ]  # fmt: skip
     parts = [
         f"# whatif {setting}",
-        "Per cell: what the stop inside a step would cut from the recorded steps, and whether first-try and "
-        "selection are proved unchanged (*open*: decided by steps the setting changes; success is open for every "
-        "changed episode). bench/analysis/whatif_step.py says how each column is computed.",
-        "## All runs\n\n" + markdown_table(head, summary),
+        "What the stop inside a step would cut from the recorded steps, and whether first-try and selection are "
+        "proved unchanged (*open*: decided by steps the setting changes; success is open for every changed "
+        "episode). bench/analysis/whatif_step.py says how each column is computed.",
+        "## All runs\n\n" + markdown_table(["K", *TOTAL_HEAD], [_total_row([str(k)], t) for k, t in totals.items()]),
+        "## Per run\n\n" + markdown_table(["run", "K", *TOTAL_HEAD], per_run),
         "## Per cell\n\n" + markdown_table(HEAD, table),
     ]
     if notes:
