@@ -392,6 +392,14 @@ def oracle_failures(
     for row in (r for r in rows if not r["success"]):  # failures: a JSON list as the table holds it
         why = json.loads(row["failures"]) if isinstance(row.get("failures"), str) else row.get("failures") or []
         failed[str(row["task_id"])] = "; ".join(map(str, why)) or str(row.get("error") or "not solved")
+    for row in (r for r in rows if r["success"]):  # solved, but its own first call misses the matcher
+        tries = json.loads(row["first_tries"]) if isinstance(row.get("first_tries"), str) else row.get("first_tries")
+        wrong = [f"{t['op']} ({t.get('error_type') or 'wrong'})" for t in tries or [] if not t.get("correct")]
+        if wrong:
+            failed[str(row["task_id"])] = (
+                f"its first call to {', '.join(wrong)} fails the task's own expected arguments, so no model can get "
+                "it right on the first try: fix the matcher, or give oracle_args"
+            )
     return len(rows), failed
 
 
