@@ -125,11 +125,12 @@ def _installed(value: str) -> bool:
 
 
 def _outside(label: str, value: str) -> McpError:
+    home = os.path.dirname(value.rstrip(os.sep)) or "."
     return McpError(
         label,
-        f"{value} is outside the data folder init copies: the server could change it. Put it in the folder given "
-        "with --fixture DIR (each episode gets a fresh copy), or pass --live-data to let the server work on your "
-        "files as they are",
+        f"{value} is outside the data folder init copies: the server could change it. Give the folder that holds "
+        f"it with --fixture DIR (e.g. --fixture {home}: each episode gets a fresh copy of it), or pass --live-data "
+        "to let the server work on your files as they are",
     )
 
 

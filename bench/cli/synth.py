@@ -197,6 +197,14 @@ def summary(result: SynthResult) -> list[str]:
         "rejected by reason: "
         + (", ".join(f"{c} {k}" for c, k in sorted(result.rejected.items(), key=lambda kv: (-kv[1], kv[0]))) or "none"),
     ]
+    if result.unresolved:
+        top = sorted(result.unresolved.items(), key=lambda kv: (-kv[1], kv[0]))
+        shown_ = ", ".join(f"{what} {n}" for what, n in top[:5]) + (f", {len(top) - 5} more" if len(top) > 5 else "")
+        lines.append(
+            f"unresolved, what had no value: {shown_}. Give it one: a `values:` entry or a slot's argument in "
+            "synth/templates.yaml, a field of a world record, or an example, enum or default in the tool's schema "
+            '(docs/suites.md, "Synthesized tasks")'
+        )
     per = result.per_key
     by_op = sorted(per, key=lambda k: (-(catalog[k].weight if k in catalog else 0), k))
     cells = [f"{k} {per[k]['kept']}/{per[k]['kept'] + per[k]['rejected']}" for k in by_op]

@@ -61,6 +61,8 @@ class SynthResult:
     seed: int
     rows: list[dict[str, Any]] = field(default_factory=list)
     rejected: Counter[str] = field(default_factory=Counter)
+    unresolved: Counter[str] = field(default_factory=Counter)
+    """What had no value (``argument owner of repo_get``), per candidate rejected as ``unresolved``."""
     per_key: dict[str, Counter[str]] = field(default_factory=dict)
     tried: int = 0
     episodes: int = 0
@@ -194,7 +196,9 @@ class Synthesizer:
 
     def _judge(self, cand: Candidate) -> Verdict:
         if not cand.text or (not cand.refuse and len(cand.drafts) != len(cand.plan.ops)):
-            return Verdict(False, "unresolved: a slot or a required argument has no value in the world")
+            what = cand.unresolved or "a slot or a required argument"
+            self.result.unresolved[what] += 1
+            return Verdict(False, f"unresolved: {what} has no value in the world")
         if self.writer is not None:
             problem = self._rewrite(cand)
             if problem:

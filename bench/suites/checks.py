@@ -164,10 +164,17 @@ def check_state(check: StateCheck, state: Mapping[str, Any]) -> str | None:
             return f"{where}: does not contain {check.contains!r}"
     if check.len is not None and (not hasattr(value, "__len__") or len(value) != check.len):
         return f"{where}: expected length {check.len}, got {value!r}"
+    if check.keys is not None:
+        if not isinstance(value, Mapping):
+            return f"{where}: expected a mapping, got {value!r}"
+        missing = [f"{where}.{k}: expected present, missing" for k in check.keys if k not in value]
+        extra = [f"{where}.{k}: not expected, present" for k in value if k not in check.keys]
+        if missing or extra:
+            return "; ".join(missing + extra)
     if check.match is not None:
         problems = match_value(check.match, value, where)
         if problems:
-            return f"{where}: {problems[0].detail}"
+            return f"{problems[0].path or where}: {problems[0].detail}"
     return None
 
 

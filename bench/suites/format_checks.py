@@ -204,6 +204,9 @@ def _state(row: Mapping[str, Any], turns: int, where: str) -> tuple[StateCheck, 
             _fail(at, f"len must be a whole number >= 0, got {_got(length)}")
         if "match" in check:
             check_matcher(check["match"], f"{at}.match")
+        keys = check.get("keys")
+        if keys is not None and (not isinstance(keys, list) or not all(isinstance(k, str) for k in keys)):
+            _fail(at, f"keys must be a list of strings, got {_got(keys)}")
         checks.append(
             StateCheck(
                 path=_state_path(check["path"], at),
@@ -212,6 +215,7 @@ def _state(row: Mapping[str, Any], turns: int, where: str) -> tuple[StateCheck, 
                 contains=check.get("contains"),
                 match=check.get("match"),
                 len=length,
+                keys=tuple(keys) if keys is not None else None,
                 has_equals="equals" in check,
                 turn=turn_index(check.get("turn"), turns, at),
             )

@@ -64,7 +64,8 @@ A task (:class:`Task`)::
     order: ordered                      # ordered | any: whether the expected calls must come in this order
     state:                              # checks on the backend's state (StateCheck)
       - path: repos.acme/web.issues.3.state  # keys from the root: a.b.c, or a list when a key has a dot
-        equals: closed                  #   also exists: true|false, contains: x, match: <matcher>, len: N
+        equals: closed                  #   also exists: true|false, contains: x, match: <matcher>, len: N,
+                                        #   keys: [a, b] (a mapping's keys, exactly)
         turn: 0                         #   checked right after that user turn; default: at the end
     answer:                             # checks on the final text answer, ignoring case (AnswerCheck)
       contains: [open]                  #   every one of these
@@ -141,6 +142,8 @@ class StateCheck:
     """A matcher (bench.suites.matchers) the value must satisfy."""
     len: int | None = None
     """The value's length."""
+    keys: tuple[str, ...] | None = None
+    """A mapping's keys, exactly (in any order): a collection none of whose members went or came unexpectedly."""
     has_equals: bool = field(default=False, metadata=INTERNAL)
     """Whether the check had an ``equals`` key."""
     turn: int | None = None

@@ -19,10 +19,10 @@ from surfbench.bench.base.validation import validate_args
 from surfbench.bench.catalog.catalog import Catalog, Operation
 from surfbench.bench.suites.matchers import example_args
 from surfbench.bench.suites.suite_model import Task
-from surfbench.bench.suites.synth_spec import Plan, Say, SynthSpec, render
+from surfbench.bench.suites.synth_spec import Plan, Say, SynthSpec, render, slots
 from surfbench.bench.suites.synth_world import World, declares_reads, pool_bundles, reads, world_value
 
-GENERATOR = "surfbench-synth/1"
+GENERATOR = "surfbench-synth/2"
 """The generator's version: recorded with every task it makes (and so part of the task's content hash)."""
 SIMILAR = 0.7
 """Two requests with the same calls whose word sets overlap this much (Jaccard) are near-duplicates."""
@@ -63,6 +63,8 @@ class Candidate:
     refuse: bool = False
     template_text: str = ""
     writer: str | None = None
+    unresolved: str = ""
+    """What had no value, when something had none: ``argument owner of repo_get``, ``slot {title}``."""
 
     @property
     def key(self) -> str:
@@ -94,14 +96,14 @@ def _drawn(value: Any) -> bool:
 
 
 def draft(op: Operation, explicit: Mapping[str, Any], bundle: Mapping[str, Any], spec: SynthSpec, world: World,
-          rng: random.Random) -> Draft | None:  # fmt: skip
-    """The call of ``op`` a phrasing makes over ``bundle`` (None when a required argument has no value)."""
+          rng: random.Random) -> Draft | str:  # fmt: skip
+    """The call of ``op`` a phrasing makes over ``bundle``; else the name of an argument that has no value."""
     args: dict[str, Any] = {}
     drawn = {k: v[1:] for k, v in explicit.items() if _drawn(v)}
     for key, value in explicit.items():
         got = _resolve(value, bundle, spec.values, rng)
         if got is None or got == "":
-            return None
+            return key
         args[key] = got
     for param in op.required:
         if param in args:
@@ -111,7 +113,7 @@ def draft(op: Operation, explicit: Mapping[str, Any], bundle: Mapping[str, Any],
             continue
         value = world_value(world, param, op, rng)
         if value is None:
-            return None
+            return param
         args[param] = value
     order = list((op.parameters.get("properties") or {}).keys())
     args = {k: args[k] for k in sorted(args, key=lambda k: order.index(k) if k in order else len(order))}
@@ -163,16 +165,24 @@ def candidates(plan: Plan, spec: SynthSpec, world: World, catalog: Catalog, seed
     out = []
     for say, pool, i in _interleave(groups):
         bundle = pools[pool][i]
-        drafts = []
+        drafts: list[Draft] = []
+        unresolved = ""
         for n, op in enumerate(plan.ops):
             explicit = {**(plan.base_args[n] if plan.base_args else {}), **say.args[n]}
             made = draft(catalog[op], explicit, bundle, spec, world, rng)
-            if made is None:
+            if isinstance(made, str):
+                unresolved = f"argument {made} of {op}"
                 break
             drafts.append(made)
-        text = render(say.text, slot_values(bundle, drafts)) if len(drafts) == len(plan.ops) else None
+        text = None
+        if not unresolved:
+            values = slot_values(bundle, drafts)
+            text = render(say.text, values)
+            if text is None:
+                unresolved = "slot " + ", ".join(f"{{{s}}}" for s in slots(say.text) if values.get(s) in (None, "", []))
         others = [b for j, b in enumerate(pools[pool]) if j != i]
-        out.append(Candidate(plan, say, text or "", drafts, bundle, others, template_text=say.text))
+        out.append(Candidate(plan, say, text or "", drafts, bundle, others, template_text=say.text,
+                             unresolved=unresolved))  # fmt: skip
     return out
 
 
@@ -317,11 +327,14 @@ def matcher(value: Any) -> Any:
     return value
 
 
-def expected_call(op: Operation, args: Mapping[str, Any]) -> dict[str, Any]:
+def expected_call(op: Operation, args: Mapping[str, Any], judged_by_state: bool = False) -> dict[str, Any]:
     """``{op, args[, oracle_args]}``: the given arguments as matchers.
 
     An optional argument left out may be omitted or given its default (any value for a number left to
-    the model, such as a limit).
+    the model, such as a limit). In a task its state checks judge (``judged_by_state``: a write with state
+    checks), it may be given any value, as the hand-written tasks allow the optional arguments a model
+    commonly adds (docs/results/synth.md): the end state, record fields left unchanged included, judges
+    whether the value did harm.
     """
     props = op.parameters.get("properties") or {}
     matchers: dict[str, Any] = {}
@@ -329,7 +342,7 @@ def expected_call(op: Operation, args: Mapping[str, Any]) -> dict[str, Any]:
         if param in args:
             matchers[param] = matcher(args[param])
         elif param not in op.required and isinstance(schema, Mapping):
-            if schema.get("type") in ("integer", "number"):
+            if judged_by_state or schema.get("type") in ("integer", "number"):
                 matchers[param] = {"$any": True}
             elif schema.get("default") not in (None, "", [], {}):
                 matchers[param] = [schema["default"], ""]
@@ -373,7 +386,7 @@ def task_row(candidate: Candidate, catalog: Catalog, calls: list[tuple[str, dict
     if candidate.refuse:
         row["answer"] = {"any_of": list(refusal_words)}
     else:
-        row["expected"] = [expected_call(catalog[op], args) for op, args in calls]
+        row["expected"] = [expected_call(catalog[op], args, judged_by_state=bool(state)) for op, args in calls]
         if state:
             row["state"] = state
         if answer:

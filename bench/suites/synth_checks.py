@@ -8,6 +8,13 @@ they change with any write; so is a commit id that changed (a branch's new head 
 count), but not one a new entry points at (the commit a new branch or tag starts from). Answer checks
 come from the results: where the template says the answer is (a path into the result, a regular
 expression over its text, or a yes/no field), else the first text field the request does not hold.
+
+What is next to a change is checked too (:func:`context_checks`), so that a task passes only with the end
+state the reference calls leave, not with any state that shows the change: the members of every collection
+on the way to it (a mapping's exact keys: a repository deleted instead of its branch fails), the unchanged
+fields of every record on the way (renaming a repository must not also make it private), the length of a list
+on the way, and the things a removed value names (the label a removed issue label names, the entities a
+removed relation joins: deleting them instead fails).
 """
 
 from __future__ import annotations
@@ -16,9 +23,17 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from surfbench.bench.suites.checks import lookup
 from surfbench.bench.suites.synth_world import parse_result
 
 MAX_STATE_CHECKS = 8
+"""Checks on what changed (what went first, then what changed, then what appeared)."""
+MAX_CONTEXT_CHECKS = 8
+"""Checks on what is next to it (:func:`context_checks`)."""
+MAX_KEYS = 60
+"""A larger collection gets no check of its exact keys (the things it names get ``exists: true``)."""
+MAX_FIELD_CHARS = 120
+"""A longer text field (a file's content, an issue's body) is left out of a record's unchanged fields."""
 NUMBERS = (("zero", "none", "no "), ("one",), ("two",), ("three",), ("four",), ("five",), ("six",), ("seven",),
            ("eight",), ("nine",), ("ten",))  # fmt: skip
 """How an answer may say a small count in words."""
@@ -56,6 +71,7 @@ def state_checks(before: Any, after: Any, args: Iterable[Mapping[str, Any]]) -> 
     gone: list[dict[str, Any]] = []
     changed: list[dict[str, Any]] = []
     added: list[dict[str, Any]] = []
+    places: list[tuple[list[str], Any, bool]] = []  # where, what was there, whether a key came or went there
 
     def leaf(keys: list[str], value: Any) -> dict[str, Any]:
         if isinstance(value, str):
@@ -76,9 +92,11 @@ def state_checks(before: Any, after: Any, args: Iterable[Mapping[str, Any]]) -> 
     def appeared(keys: list[str], value: Any, top: bool = True) -> None:
         if not isinstance(value, Mapping):
             added.append(leaf(keys, value))
+            places.append((keys, None, True))
             return
         if top:
             added.append({"path": _path(keys), "exists": True})
+            places.append((keys, None, True))
         for key, sub in value.items():
             if isinstance(sub, Mapping):
                 appeared([*keys, str(key)], sub, False)
@@ -98,6 +116,7 @@ def state_checks(before: Any, after: Any, args: Iterable[Mapping[str, Any]]) -> 
                 else:
                     walk([*keys, str(key)], a[key], b[key])
             gone.extend({"path": _path([*keys, str(k)]), "exists": False} for k in a if k not in b)
+            places.extend(([*keys, str(k)], [str(k), a[k]], True) for k in a if k not in b)
         elif isinstance(a, list) and isinstance(b, list) and any(isinstance(v, Mapping) for v in a + b):
             if len(a) == len(b):
                 for i, (x, y) in enumerate(zip(a, b, strict=True)):
@@ -108,12 +127,142 @@ def state_checks(before: Any, after: Any, args: Iterable[Mapping[str, Any]]) -> 
                         appeared([*keys, str(i)], y)
             else:
                 changed.append({"path": _path(keys), "equals": b})
+                places.append((keys, [x for x in a if x not in b], False))
         elif not (keys and keys[-1].startswith("next_")) and not (isinstance(b, str) and SHA.match(b)
                                                                   and not given(keys[-1], b)):  # fmt: skip
             changed.append(leaf(keys, b))
+            places.append((keys, [x for x in a if x not in b] if isinstance(a, list) and isinstance(b, list) else a,
+                           False))  # fmt: skip
 
     walk([], before, after)
-    return (gone + changed + added)[:MAX_STATE_CHECKS]
+    diff = (gone + changed + added)[:MAX_STATE_CHECKS]
+    return diff + context_checks(before, after, places, {str(c["path"]) for c in diff})
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, bool | int | float) or (isinstance(value, str)
+                                                                       and len(value) <= MAX_FIELD_CHARS)  # fmt: skip
+
+
+def _kept(value: Any) -> bool:
+    """Whether a record's field goes into its unchanged fields: a short scalar, or a list of them."""
+    return _scalar(value) or (isinstance(value, list) and all(_scalar(v) and v is not None for v in value))
+
+
+def _words_of(value: Any) -> list[str]:
+    """The strings of a removed value, breadth first (what it names)."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop(0)
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return list(dict.fromkeys(w for w in out if w.strip()))
+
+
+def context_checks(before: Any, after: Any, places: list[tuple[list[str], Any, bool]],
+                   covered: set[str]) -> list[dict[str, Any]]:  # fmt: skip
+    """Checks that what is next to each change is as the calls left it.
+
+    ``places``: where something changed, what was there (None: nothing), and whether a key came or went there.
+
+    For each place: the things the removed value names (a key of that name in a mapping, up to two levels
+    below the nearest enclosing record that has one: the whole collection's keys, or ``exists: true`` for a
+    large one; a record of a list with a field of that name: ``contains`` it); then from the place up to the
+    root, each mapping's exact keys (a collection, or the mapping a key came into or went from), each
+    record's unchanged fields (one check, ``$extra: true``; at the root one check per field, and only when
+    the root itself changed), each list's length. Paths ``covered`` by a check on the change are skipped.
+    """
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def add(keys: list[str], kind: str, check: dict[str, Any]) -> None:
+        if keys and (str(_path(keys)), kind) not in out and (kind != "fields" or str(_path(keys)) not in covered):
+            out[(str(_path(keys)), kind)] = {"path": _path(keys), **check}
+
+    def key_set(keys: list[str], node: Mapping[str, Any], name: str | None = None) -> None:
+        if len(node) <= MAX_KEYS:
+            add(keys, "keys", {"keys": [str(k) for k in node]})
+        elif name is not None:
+            add([*keys, name], "exists", {"exists": True})
+
+    def fields(keys: list[str], node: Mapping[str, Any]) -> None:
+        found, old = lookup(before, keys)
+        if not found or not isinstance(old, Mapping):
+            return  # a record the calls made: its checks are those of what appeared
+        same = {str(k): v for k, v in node.items() if not str(k).startswith(("next_", "$")) and _kept(v)
+                and k in old and old[k] == v}  # fmt: skip
+        if not keys:  # the root: one check per field
+            for k, v in same.items():
+                if k not in covered:
+                    add([k], "fields", {"match": {"$set": list(v)}} if isinstance(v, list) else
+                        {"match": v} if isinstance(v, str) else {"equals": v})  # fmt: skip
+        elif same:
+            add(keys, "fields", {"match": {**{k: {"$set": list(v)} if isinstance(v, list) else v
+                                              for k, v in same.items()}, "$extra": True}})  # fmt: skip
+
+    def named(place: list[str], word: str) -> None:
+        for depth in range(len(place) - 1, -1, -1):
+            found, scope = lookup(after, place[:depth])
+            hits = _names(scope, place[:depth], word, place, before) if found else []
+            for kind, keys, node in hits[:2]:
+                if kind == "key":
+                    key_set(keys, node, word)
+                else:
+                    add(keys, f"contains:{word}", {"contains": node})
+            if hits:
+                return
+
+    for place, removed, keyed in places:
+        for word in _words_of(removed)[:4]:
+            named(place, word)
+        for depth in range(len(place) - 1, -1, -1):
+            keys = place[:depth]
+            found, node = lookup(after, keys)
+            if not found:
+                continue
+            if isinstance(node, Mapping):
+                collection = bool(node) and all(isinstance(v, Mapping) for v in node.values())
+                if keys and ((keyed and depth == len(place) - 1) or collection):
+                    key_set(keys, node)
+                if keys or len(place) == 1:
+                    fields(keys, node)
+            elif isinstance(node, list) and keys:
+                add(keys, "len", {"len": len(node)})
+    return list(out.values())[:MAX_CONTEXT_CHECKS]
+
+
+def _names(scope: Any, at: list[str], word: str, place: list[str], before: Any) -> list[tuple[str, list[str], Any]]:
+    """Where ``word`` is named at most two levels below ``scope``: ``(kind, path, node)``.
+
+    A mapping with the key ``word`` (kind ``key``), or a list's record with a field of that value, as it was
+    before the calls (kind ``item``); not in ``place`` itself.
+    """
+    hits: list[tuple[str, list[str], Any]] = []
+    level: list[tuple[list[str], Any]] = [(at, scope)]
+    for _ in range(2):
+        below: list[tuple[list[str], Any]] = []
+        for keys, node in level:
+            if keys == place[: len(keys)] and len(keys) == len(place):
+                continue
+            if isinstance(node, Mapping):
+                if word in node and not _inside([*keys, word], place):
+                    hits.append(("key", keys, node))
+                below.extend(([*keys, str(k)], v) for k, v in node.items() if isinstance(v, Mapping | list))
+            elif isinstance(node, list) and not _inside(keys, place):
+                old = lookup(before, keys)[1]
+                hits.extend(("item", keys, v) for v in node if isinstance(v, Mapping) and word in v.values()
+                            and isinstance(old, list) and v in old)  # fmt: skip
+        level = below
+    return hits
+
+
+def _inside(keys: list[str], place: list[str]) -> bool:
+    """Whether ``keys`` is ``place`` or under it (the change itself, not something next to it)."""
+    return keys[: len(place)] == place
 
 
 # -- answers -------------------------------------------------------------------------------------------------

@@ -231,8 +231,9 @@ _ANY = _Anything()
 
 
 def words_of(name: str) -> str:
-    """``new_branch_name`` -> ``new branch name``."""
-    return " ".join(p for p in re.split(r"[_\W]+", name) if p)
+    """``new_branch_name`` -> ``new branch name``; ``entityNames`` -> ``entity names`` (``repoURL``: ``repo URL``)."""
+    parts = [p for p in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name) if p]
+    return " ".join(p.lower() if p[:1].isupper() and p[1:].islower() and i else p for i, p in enumerate(parts))
 
 
 def generated_plan(catalog: Catalog, op: str) -> Plan:
@@ -265,6 +266,10 @@ def shown(value: Any) -> str:
         return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else ""
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(
+        value, Mapping
+    ):  # an object argument: its fields in words (from Bob, to Acme, relation type works_at)
+        return ", ".join(f"{words_of(str(k))} {shown(v)}" for k, v in value.items())
     return str(value)
 
 

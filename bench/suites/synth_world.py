@@ -150,6 +150,10 @@ def harvest(value: Any, world: World) -> None:
             for key, sub in item.items():
                 if _scalar(sub):
                     _remember(world, str(key), sub)
+                elif isinstance(sub, list):  # a list of names or texts (observations, topics): each member
+                    for member in sub:
+                        if isinstance(member, str):
+                            _remember(world, str(key), member)
             stack.extend(v for v in item.values() if isinstance(v, Mapping | list))
         elif isinstance(item, list):
             stack.extend(v for v in item if isinstance(v, Mapping | list))
@@ -196,18 +200,16 @@ def generic_bundles(world: World, op: Operation) -> list[dict[str, Any]]:
 
 def _fits(op: Operation, param: str, value: Any) -> bool:
     """Whether a world value has the argument's schema type (an id string is no integer)."""
-    kind = ((op.parameters.get("properties") or {}).get(param) or {}).get("type")
-    if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if kind == "string" or kind is None:
-        return isinstance(value, str)
-    return False
+    return _fits_kind(((op.parameters.get("properties") or {}).get(param) or {}).get("type"), value)
 
 
 def world_value(world: World, param: str, op: Operation, rng: random.Random) -> Any:
-    """A value for an argument no bundle filled: one the world has seen under its name, else the schema's."""
+    """A value for an argument no bundle filled: one the world has seen under its name, else the schema's.
+
+    An object argument, or an array of objects, is built from its schema: each required field (every field
+    when none is required) valued the same way by its own name, one item for an array (``entities: [{name,
+    entityType, observations}]``). None when some field has no value.
+    """
     schema = (op.parameters.get("properties") or {}).get(param) or {}
     for key in aliases(param):
         seen = [v for v in world.values.get(key, []) if _fits(op, param, v)]
@@ -218,7 +220,88 @@ def world_value(world: World, param: str, op: Operation, rng: random.Random) -> 
         words = sorted({w.lower() for vs in world.values.values() for v in vs if isinstance(v, str)
                         for w in re.findall(r"[A-Za-z]{4,}", v)})  # fmt: skip
         return rng.choice(words) if words else None
+    if value is None:
+        value = _built(world, param, schema, rng, 0, (), _removes(op))
     return value
+
+
+REMOVE_WORDS = frozenset({"delete", "remove", "unlink", "detach", "drop", "revoke"})
+
+
+def _removes(op: Operation) -> bool:
+    """Whether an operation takes things away (then an object argument names one that exists)."""
+    return op.destructive or bool(set(re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", op.name.lower())) & REMOVE_WORDS)
+
+
+def _kind(schema: Mapping[str, Any]) -> Any:
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    if kind is None and isinstance(schema.get("properties"), Mapping):
+        return "object"
+    return kind
+
+
+def _built(world: World, name: str, schema: Mapping[str, Any], rng: random.Random, depth: int,
+           outer: tuple[str, ...] = (), existing: bool = False) -> Any:  # fmt: skip
+    """A structured value (object, array) from its schema, each scalar seen in the world under its name.
+
+    A scalar's keys, in order: its own name's (``aliases``), the singular of an array's name (``entityNames``:
+    ``name``), then the names of what holds it (``observations[].contents``: ``observations``). With
+    ``existing`` (an operation that removes), an object is a whole record of the world that has its required
+    fields (a relation that exists, to delete), else it is put together field by field (a new one, to create).
+    """
+    kind = _kind(schema)
+    if depth > 4:
+        return None
+    if kind == "array":
+        raw = schema.get("items")
+        items: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        item = _built(world, name, items, rng, depth + 1, outer, existing)
+        return None if item is None else [item]
+    if kind == "object":
+        props = schema.get("properties")
+        if not isinstance(props, Mapping) or not props:
+            return None
+        required = [p for p in schema.get("required") or [] if p in props]
+        if existing and required:
+            kinds = {p: _kind(props[p]) if isinstance(props[p], Mapping) else None for p in required}
+            records = [{p: r[p] for p in required} for r in world.records()
+                       if all(p in r and _fits_kind(kinds[p], r[p]) for p in required)]  # fmt: skip
+            if records:
+                return rng.choice(records)
+        out = {}
+        for field_name in required or list(props):
+            sub = props[field_name] if isinstance(props[field_name], Mapping) else {}
+            got = _built(world, str(field_name), sub, rng, depth + 1, (*outer, name))
+            if got is None and required:
+                return None
+            if got is not None:
+                out[str(field_name)] = got
+        return out or None
+    for key in _keys_of(name, outer):
+        seen = [v for v in world.values.get(key, []) if _fits_kind(kind, v)]
+        if seen and "enum" not in schema:
+            return rng.choice(seen)
+    return schema_value(schema, rng, depth)
+
+
+def _keys_of(name: str, outer: tuple[str, ...]) -> list[str]:
+    """The world keys a nested scalar may be found under (see :func:`_built`)."""
+    last = re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name)[-1].lower()
+    singular = last[:-1] if last.endswith("s") and not last.endswith(("ss", "us", "is")) else last
+    keys = [*aliases(name), singular]
+    for holder in reversed(outer):
+        keys += aliases(holder)
+    return list(dict.fromkeys(k for k in keys if k))
+
+
+def _fits_kind(kind: Any, value: Any) -> bool:
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return (kind == "string" or kind is None) and isinstance(value, str)
 
 
 def schema_value(schema: Mapping[str, Any], rng: random.Random, depth: int = 0) -> Any:

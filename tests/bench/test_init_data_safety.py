@@ -79,6 +79,22 @@ def test_env_paths_into_the_seed_become_the_copy_and_check_leaves_the_seed_byte_
     assert digest(seed) == before  # the write and the log line went to the copy
 
 
+def test_a_data_file_argument_becomes_the_copy_or_is_refused_naming_the_folder_to_give(
+    where: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 49, finding 5: a file argument (an SQLite database under the project) was rewritten to the
+    user's own file, and check appended to it."""
+    (where / "seed" / "app.sqlite").write_bytes(b"SQLite format 3\x00")
+    assert init("--mcp", "python files_server.py --db=./seed/app.sqlite", "suites/db") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "./seed/app.sqlite is outside the data folder" in err[0], err
+    assert "--fixture ./seed" in err[0], err  # the folder to give, named
+    assert init("--mcp", "python files_server.py --db=./seed/app.sqlite", "--fixture", "seed", "suites/db") == 0
+    mcp = yaml.safe_load((where / "suites" / "db" / "suite.yaml").read_text())["catalog"]["mcp"]
+    assert mcp["args"] == ["{suite}/../../files_server.py", "--db={workdir}/app.sqlite"]
+    assert (where / "suites" / "db" / "fixture" / "app.sqlite").read_bytes() == b"SQLite format 3\x00"
+
+
 def test_a_relative_venv_interpreter_is_kept_as_given_not_resolved_to_the_base_python(where: Path) -> None:
     venv_bin = where / ".venv" / "bin"
     venv_bin.mkdir(parents=True)

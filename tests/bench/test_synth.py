@@ -51,7 +51,12 @@ def test_a_sound_candidate_is_kept_with_checks_read_off_the_backend(synth):
     assert verdict.kept, verdict.reason
     row = verdict.row
     assert row["split"] == "synth" and row["tags"] == ["hot", "single", "write"]
-    assert row["state"] == [{"path": "repos.acme/web.issues.3.state", "match": "closed"}]
+    # the change first, then what is next to it: the repository's issues, the issue's other fields
+    assert row["state"][0] == {"path": "repos.acme/web.issues.3.state", "match": "closed"}
+    assert {"path": "repos.acme/web.issues", "keys": [str(n) for n in range(1, 9)]} in row["state"]
+    assert [c["match"]["title"] for c in row["state"] if c["path"] == "repos.acme/web.issues.3"] == [
+        "Typo in README install section"
+    ]
     assert row["meta"]["synth"] == {"generator": GENERATOR, "seed": 7, "template": "planted.1", "writer": None}
     assert any(step.startswith("wrong id index=4: fails") for step in verdict.steps), verdict.steps
     assert any(step.startswith("missing index: fails") for step in verdict.steps), verdict.steps

@@ -1,0 +1,127 @@
+"""The own-server journey on a knowledge-graph server (issue 50, points 1, 3 and 4), with no templates written.
+
+A server shaped like ``@modelcontextprotocol/server-memory`` keeps its graph in the file ``MEMORY_FILE_PATH``
+names and takes arrays of objects. ``init`` copies the seed folder; ``synth`` makes tasks for the tools
+taking arrays of objects from the server's own answers; a synthesized task is judged on the end state of what
+it touches, so the wrong action that reaches the change (deleting the entity instead of its relation, an
+observation with other words) fails naming what differs; ``check`` solves every synthesized task; the seed is
+never written.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from surfbench.bench.cli.cli import main as cli_main
+from surfbench.bench.run.synth_verify import Verifier
+from surfbench.bench.suites.suite import Task, load_suite
+
+GRAPH_SERVER = Path(__file__).resolve().parent.parent / "fixtures" / "mcp_servers" / "graph_server.py"
+SEED = [
+    {"type": "entity", "name": "Bob", "entityType": "person", "observations": ["likes tea"]},
+    {"type": "entity", "name": "Acme", "entityType": "company", "observations": ["makes anvils"]},
+    {"type": "entity", "name": "Carol", "entityType": "person", "observations": ["speaks Dutch"]},
+    {"type": "relation", "from": "Bob", "to": "Acme", "relationType": "works_at"},
+    {"type": "relation", "from": "Carol", "to": "Acme", "relationType": "works_at"},
+    {"type": "relation", "from": "Bob", "to": "Carol", "relationType": "knows"},
+]
+STATE_PY = """import json
+from pathlib import Path
+
+
+def graph(workdir):
+    rows = [json.loads(x) for x in (Path(workdir) / "memory.jsonl").read_text().splitlines() if x.strip()]
+    return {
+        "entities": {r["name"]: {k: v for k, v in r.items() if k != "type"} for r in rows if r["type"] == "entity"},
+        "relations": [{k: v for k, v in r.items() if k != "type"} for r in rows if r["type"] == "relation"],
+    }
+"""
+
+
+@pytest.fixture(scope="module")
+def journey(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, bytes]:
+    root = tmp_path_factory.mktemp("graph")
+    seed = root / "seed"
+    seed.mkdir()
+    (seed / "memory.jsonl").write_text("".join(json.dumps(r) + "\n" for r in SEED))
+    before = (seed / "memory.jsonl").read_bytes()
+    suite = root / "mem"
+    command = f"env MEMORY_FILE_PATH={seed}/memory.jsonl {sys.executable} {GRAPH_SERVER}"
+    assert cli_main(["init", "--mcp", command, "--fixture", str(seed), str(suite)]) == 0
+    (suite / "state.py").write_text(STATE_PY)
+    config = yaml.safe_load((suite / "suite.yaml").read_text())
+    config["backend_options"] = {"state": "state.py:graph"}
+    (suite / "suite.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    assert cli_main(["synth", str(suite), "--n", "12", "--seed", "0", "--progress", "plain"]) == 0
+    config["tasks"] = [*config["tasks"], "synth/tasks.jsonl"]
+    (suite / "suite.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return suite, seed, before
+
+
+def synthesized(suite: Path, op: str) -> list[Task]:
+    return [t for t in load_suite(str(suite)).tasks if t.split == "synth" and [e.op for e in t.expected] == [op]]
+
+
+def replay(suite: Path, task: Task, calls: list[tuple[str, dict]]) -> tuple[bool, list[str]]:
+    verifier = Verifier(load_suite(str(suite)), 1)
+    trace, _ = verifier.episode(task, calls)
+    assert all(c.backend_ok for c in trace.calls if c.kind == "operation"), [c.result for c in trace.calls]
+    score = verifier.score(task, trace)
+    return score.success, list(score.failures)
+
+
+def args_of(task: Task) -> dict:
+    """The reference call's arguments, as the server takes them (matchers unwrapped)."""
+
+    def plain(value):
+        if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in ("$list", "$set"):
+            return [plain(v) for v in next(iter(value.values()))]
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return value
+
+    return plain(dict(task.expected[0].args))
+
+
+def test_tools_taking_arrays_of_objects_get_tasks_without_templates(journey):
+    suite, _, _ = journey
+    ops = {e.op for t in load_suite(str(suite)).tasks if t.split == "synth" for e in t.expected}
+    assert {"create_relations", "add_observations", "delete_relations", "delete_entities"} <= ops, ops
+
+
+def test_deleting_the_entity_instead_of_its_relation_fails(journey):
+    suite, _, _ = journey
+    task = synthesized(suite, "delete_relations")[0]
+    (relation,) = args_of(task)["relations"]
+    assert replay(suite, task, [("delete_relations", args_of(task))])[0]
+    solved, failures = replay(suite, task, [("delete_entities", {"entityNames": [relation["from"]]})])
+    assert not solved
+    assert any(f"entities.{relation['from']}: expected present, missing" in f for f in failures), failures
+
+
+def test_an_observation_with_other_words_fails(journey):
+    suite, _, _ = journey
+    task = synthesized(suite, "add_observations")[0]
+    args = args_of(task)
+    assert replay(suite, task, [("add_observations", args)])[0]
+    (item,) = args["observations"]
+    wrong = {"observations": [{"entityName": item["entityName"], "contents": ["owns a boat"]}]}
+    solved, failures = replay(suite, task, [("add_observations", wrong)])
+    assert not solved and any(f"entities.{item['entityName']}.observations" in f for f in failures), failures
+
+
+def test_check_solves_every_synthesized_task_and_the_seed_is_never_written(journey, capsys):
+    suite, seed, before = journey
+    capsys.readouterr()
+    cli_main(["check", str(suite)])
+    out = capsys.readouterr()
+    assert [line for line in out.err.splitlines() if "'synth-" in line] == [], out.err
+    assert (seed / "memory.jsonl").read_bytes() == before
+    assert sorted(p.name for p in seed.iterdir()) == ["memory.jsonl"]
