@@ -16,13 +16,16 @@ import random
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from surfbench.bench.base.config import surface_config
 from surfbench.bench.base.validation import validate_args
+from surfbench.bench.catalog.catalog import Catalog
 from surfbench.bench.contracts.records import EpisodeTrace
 from surfbench.bench.contracts.registry import build_surface
+from surfbench.bench.contracts.surface import Surface
 from surfbench.bench.models.scripted import call_turn, with_usage
 from surfbench.bench.models.types import ModelClient, ModelRequest, ModelTurn
 from surfbench.bench.run.episode import LoopSettings, run_episode
@@ -36,6 +39,8 @@ from surfbench.bench.suites.synth_checks import answer_check, at, result_text, s
 from surfbench.bench.suites.synth_world import declares_reads, keeps_state, parse_result, reads
 
 Calls = list[tuple[str, dict[str, Any]]]
+WHOLE_CATALOG_UP_TO = 500
+"""A replay shows the whole catalog up to this many operations (every shipped suite), else only what it calls."""
 REFUSAL = "I cannot do that: none of my tools can serve this request."
 
 
@@ -94,8 +99,7 @@ class Verifier:
     def __init__(self, suite: Suite, seed: int) -> None:
         self.suite = suite
         self.catalog = suite.catalog
-        cfg = surface_config("full")
-        self.surface = build_surface(self.catalog, cfg.kind, cfg.params, name=cfg.name)
+        self._surfaces: dict[tuple[str, ...], Surface] = {}
         self.stateful = keeps_state(suite)
         self.checks = suite_checks(suite)
         policy = cell_policy(getattr(suite, "policy", {}) or {}, {}, self.catalog)  # suite.yaml's, as a run has it
@@ -105,6 +109,33 @@ class Verifier:
         self.initial: dict[str, Any] | None = None
         """A fresh backend's state, once one was read (every fresh backend of a suite starts the same)."""
         self._lock = threading.Lock()
+
+    @cached_property
+    def surface(self) -> Surface:
+        """``full`` over the whole catalog: what a checker model sees (``--checker``)."""
+        cfg = surface_config("full")
+        return build_surface(self.catalog, cfg.kind, cfg.params, name=cfg.name)
+
+    def replay_surface(self, task: Task, calls: Calls) -> Surface:
+        """The surface a replay runs on: ``full``, over a large catalog only what the replay calls and the task expects.
+
+        The replaying client reads no tool: showing it 10,000 of them cost most of a synthesis at that size (issue
+        49, finding 10); what the calls do and how they are scored is the same.
+        """
+        if len(self.catalog) <= WHOLE_CATALOG_UP_TO:
+            return self.surface
+        wanted = {op for op, _ in calls} | {e.op for e in task.expected}
+        names = tuple(op.name for op in self.catalog if op.name in wanted)
+        if names not in self._surfaces:
+            ops = tuple(self.catalog[n] for n in names)
+            shared = tuple(self.catalog.passthrough)
+            part = Catalog(
+                self.catalog.name, ops, self.catalog.source, declared_passthrough=shared, guidance=self.catalog.guidance
+            )
+            cfg = surface_config("full")
+            with self._lock:
+                self._surfaces[names] = build_surface(part, cfg.kind, cfg.params, name=cfg.name)
+        return self._surfaces[names]
 
     # -- running -------------------------------------------------------------------------------------------
     def episode(self, task: Task, calls: Calls, answer: str | None = None) -> tuple[EpisodeTrace, dict[str, Any]]:
@@ -117,7 +148,8 @@ class Verifier:
                 self.initial = copy.deepcopy(backend.state())
             before = copy.deepcopy(self.initial) if self.stateful else {}
             settings = LoopSettings(max_steps=len(calls) + 2, stop_on_repeat=None)
-            trace = run_episode(task, self.surface.session(task.turns[0]), backend, ReplayClient(calls, answer),
+            surface = self.replay_surface(task, calls)
+            trace = run_episode(task, surface.session(task.turns[0]), backend, ReplayClient(calls, answer),
                                 settings, self.suite.system_prompt, self._schema, self.policy)  # fmt: skip
         finally:
             getattr(backend, "close", lambda: None)()
