@@ -64,9 +64,10 @@ A task (:class:`Task`)::
     order: ordered                      # ordered | any: whether the expected calls must come in this order
     state:                              # checks on the backend's state (StateCheck)
       - path: repos.acme/web.issues.3.state  # keys from the root: a.b.c, or a list when a key has a dot
-        equals: closed                  #   also exists: true|false, contains: x, match: <matcher>, len: N,
-                                        #   keys: [a, b] (a mapping's keys, exactly)
+        equals: closed                  #   also exists: true|false, contains: x, match: <matcher>, len: N
         turn: 0                         #   checked right after that user turn; default: at the end
+      - path: repos.acme/web.labels
+        keys: [bug, ui]                 #   a mapping's keys, exactly (each one missing or extra is named)
     answer:                             # checks on the final text answer, ignoring case (AnswerCheck)
       contains: [open]                  #   every one of these
       any_of: [open, closed]            #   at least one of these
