@@ -19,7 +19,7 @@ from surfbench.bench.base.validation import validate_args
 from surfbench.bench.catalog.catalog import Catalog, Operation
 from surfbench.bench.suites.matchers import example_args
 from surfbench.bench.suites.suite_model import Task
-from surfbench.bench.suites.synth_spec import Plan, Say, SynthSpec, render, slots
+from surfbench.bench.suites.synth_spec import Plan, Say, SynthSpec, missing_slots, render
 from surfbench.bench.suites.synth_world import World, declares_reads, pool_bundles, reads, world_value
 
 GENERATOR = "surfbench-synth/2"
@@ -179,7 +179,7 @@ def candidates(plan: Plan, spec: SynthSpec, world: World, catalog: Catalog, seed
             values = slot_values(bundle, drafts)
             text = render(say.text, values)
             if text is None:
-                unresolved = "slot " + ", ".join(f"{{{s}}}" for s in slots(say.text) if values.get(s) in (None, "", []))
+                unresolved = "slot " + ", ".join(f"{{{s}}}" for s in missing_slots(say.text, values))
         others = [b for j, b in enumerate(pools[pool]) if j != i]
         out.append(Candidate(plan, say, text or "", drafts, bundle, others, template_text=say.text,
                              unresolved=unresolved))  # fmt: skip

@@ -151,17 +151,7 @@ def _kept(value: Any) -> bool:
 
 def _words_of(value: Any) -> list[str]:
     """The strings of a removed value, breadth first (what it names)."""
-    out: list[str] = []
-    stack = [value]
-    while stack:
-        item = stack.pop(0)
-        if isinstance(item, str):
-            out.append(item)
-        elif isinstance(item, Mapping):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return list(dict.fromkeys(w for w in out if w.strip()))
+    return list(dict.fromkeys(w for w in leaves(value) if isinstance(w, str) and w.strip()))
 
 
 def context_checks(before: Any, after: Any, places: list[tuple[list[str], Any, bool]],

@@ -230,9 +230,14 @@ class _Anything(frozenset[str]):
 _ANY = _Anything()
 
 
+def name_parts(name: str) -> list[str]:
+    """An identifier's words, as written: ``entityNames`` -> ``entity``, ``Names`` (``_`` and punctuation split too)."""
+    return [p for p in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name) if p]
+
+
 def words_of(name: str) -> str:
     """``new_branch_name`` -> ``new branch name``; ``entityNames`` -> ``entity names`` (``repoURL``: ``repo URL``)."""
-    parts = [p for p in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name) if p]
+    parts = name_parts(name)
     return " ".join(p.lower() if p[:1].isupper() and p[1:].islower() and i else p for i, p in enumerate(parts))
 
 
@@ -266,16 +271,18 @@ def shown(value: Any) -> str:
         return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else ""
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(
-        value, Mapping
-    ):  # an object argument: its fields in words (from Bob, to Acme, relation type works_at)
+    if isinstance(value, Mapping):  # an object argument's fields in words: from Bob, to Acme, relation type works_at
         return ", ".join(f"{words_of(str(k))} {shown(v)}" for k, v in value.items())
     return str(value)
 
 
+def missing_slots(text: str, values: Mapping[str, Any]) -> list[str]:
+    """The slots of a phrasing that ``values`` gives no value."""
+    return [s for s in slots(text) if values.get(s) in (None, "", [])]
+
+
 def render(text: str, values: Mapping[str, Any]) -> str | None:
     """The phrasing with every slot filled (None when one has no value)."""
-    missing = [s for s in slots(text) if values.get(s) in (None, "", [])]
-    if missing:
+    if missing_slots(text, values):
         return None
     return SLOT.sub(lambda m: shown(values[m.group(1)]), text)

@@ -20,7 +20,7 @@ from typing import Any
 from surfbench.bench.catalog.catalog import Catalog, Operation
 from surfbench.bench.suites.hooks import load_hook
 from surfbench.bench.suites.suite_model import Suite, Task
-from surfbench.bench.suites.synth_spec import SynthSpec
+from surfbench.bench.suites.synth_spec import SynthSpec, name_parts
 
 READ_WORDS = frozenset({"list", "get", "read", "search", "show", "find", "status", "log", "view", "describe"})
 """Name parts of an operation that reads (for a server that declares no ``readOnlyHint``)."""
@@ -211,10 +211,9 @@ def world_value(world: World, param: str, op: Operation, rng: random.Random) -> 
     entityType, observations}]``). None when some field has no value.
     """
     schema = (op.parameters.get("properties") or {}).get(param) or {}
-    for key in aliases(param):
-        seen = [v for v in world.values.get(key, []) if _fits(op, param, v)]
-        if seen and "enum" not in schema:
-            return rng.choice(seen)
+    value = _seen(world, aliases(param), schema.get("type"), schema, rng)
+    if value is not None:
+        return value
     value = schema_value(schema, rng)
     if value is None and param.lower() in SEARCH_WORDS and schema.get("type", "string") == "string":
         words = sorted({w.lower() for vs in world.values.values() for v in vs if isinstance(v, str)
@@ -230,7 +229,7 @@ REMOVE_WORDS = frozenset({"delete", "remove", "unlink", "detach", "drop", "revok
 
 def _removes(op: Operation) -> bool:
     """Whether an operation takes things away (then an object argument names one that exists)."""
-    return op.destructive or bool(set(re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", op.name.lower())) & REMOVE_WORDS)
+    return op.destructive or bool({p.lower() for p in name_parts(op.name)} & REMOVE_WORDS)
 
 
 def _kind(schema: Mapping[str, Any]) -> Any:
@@ -279,16 +278,22 @@ def _built(world: World, name: str, schema: Mapping[str, Any], rng: random.Rando
             if got is not None:
                 out[str(field_name)] = got
         return out or None
-    for key in _keys_of(name, outer):
+    value = _seen(world, _keys_of(name, outer), kind, schema, rng)
+    return value if value is not None else schema_value(schema, rng, depth)
+
+
+def _seen(world: World, keys: list[str], kind: Any, schema: Mapping[str, Any], rng: random.Random) -> Any:
+    """A value the world holds under the first of ``keys`` that has one of type ``kind`` (None: none, or an enum)."""
+    for key in keys:
         seen = [v for v in world.values.get(key, []) if _fits_kind(kind, v)]
         if seen and "enum" not in schema:
             return rng.choice(seen)
-    return schema_value(schema, rng, depth)
+    return None
 
 
 def _keys_of(name: str, outer: tuple[str, ...]) -> list[str]:
     """The world keys a nested scalar may be found under (see :func:`_built`)."""
-    last = re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name)[-1].lower()
+    last = (name_parts(name) or [name])[-1].lower()
     singular = last[:-1] if last.endswith("s") and not last.endswith(("ss", "us", "is")) else last
     keys = [*aliases(name), singular]
     for holder in reversed(outer):

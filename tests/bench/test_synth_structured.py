@@ -71,3 +71,17 @@ def test_the_summary_names_what_had_no_value_and_where_to_give_one(tmp_path: Pat
     assert "rejected by reason: unresolved 3" in out, out
     line = next(x for x in out.splitlines() if x.startswith("unresolved, what had no value:"))
     assert "argument username of get_user 3" in line and "synth/templates.yaml" in line and "docs/suites.md" in line
+
+
+def test_an_operation_that_removes_takes_a_whole_record_the_world_holds_camel_case_names_included():
+    """A relation to delete must exist: built field by field it would pair names at random (no_effect)."""
+    relations = [{"from": "Bob", "to": "Acme", "relationType": "works_at"},
+                 {"from": "Carol", "to": "Bob", "relationType": "knows"}]  # fmt: skip
+    world = World(source="live")
+    harvest({**GRAPH, "relations": relations}, world)
+    for name in ("delete_relations", "deleteRelations"):
+        op = Operation(name, "Delete relations.", CREATE_RELATIONS.parameters)
+        drawn = [world_value(world, "relations", op, random.Random(seed))[0] for seed in range(10)]
+        assert all(r in relations for r in drawn), (name, drawn)
+    mixed = [world_value(world, "relations", CREATE_RELATIONS, random.Random(seed))[0] for seed in range(10)]
+    assert any(r not in relations for r in mixed)  # a create puts one together: a new relation
