@@ -99,8 +99,7 @@ def reads(op: Operation, declared: bool = False) -> bool:
     """
     if op.read_only or declared:
         return op.read_only
-    parts = set(re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", op.name.lower()))
-    return bool(parts & READ_WORDS) and not op.destructive
+    return bool({p.lower() for p in name_parts(op.name)} & READ_WORDS) and not op.destructive
 
 
 def declares_reads(catalog: Catalog) -> bool:

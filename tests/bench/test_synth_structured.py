@@ -11,7 +11,7 @@ from pathlib import Path
 
 from surfbench.bench.catalog.catalog import Operation
 from surfbench.bench.cli.cli import main as cli_main
-from surfbench.bench.suites.synth_world import World, harvest, world_value
+from surfbench.bench.suites.synth_world import World, harvest, reads, world_value
 
 ENTITY = {"type": "object", "required": ["name", "entityType", "observations"], "properties": {
     "name": {"type": "string"}, "entityType": {"type": "string"},
@@ -85,3 +85,11 @@ def test_an_operation_that_removes_takes_a_whole_record_the_world_holds_camel_ca
         assert all(r in relations for r in drawn), (name, drawn)
     mixed = [world_value(world, "relations", CREATE_RELATIONS, random.Random(seed))[0] for seed in range(10)]
     assert any(r not in relations for r in mixed)  # a create puts one together: a new relation
+
+
+def test_an_operation_named_in_camel_case_is_read_as_a_read_when_the_catalog_declares_none():
+    """readGraph, searchNodes, getUser read; createEntities and deleteRelations do not (no read-only hints)."""
+    for name in ("readGraph", "searchNodes", "read_graph", "getUser", "ListIssues"):
+        assert reads(Operation(name, "x", {"type": "object", "properties": {}})), name
+    for name in ("createEntities", "deleteRelations", "addObservations"):
+        assert not reads(Operation(name, "x", {"type": "object", "properties": {}})), name
