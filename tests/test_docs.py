@@ -147,3 +147,28 @@ def test_every_docs_page_is_listed_in_its_index(index: Path):
     }
     unlisted = pages_here - linked_files(index) - {index.resolve()}
     assert sorted(str(p.relative_to(ROOT)) for p in unlisted) == []
+
+
+def unclosed_fences(text: str) -> list[str]:
+    """Lines that should close a code block but carry text after the fence (the block then runs on), or a fence
+    left open at the end of the page."""
+    problems, fenced = [], False
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not FENCE.match(stripped):
+            continue
+        if fenced and stripped not in ("```", "~~~"):
+            problems.append(f"line {number}: {stripped[:40]!r} inside a code block (a closing fence takes no text)")
+            continue
+        fenced = not fenced
+    return problems + (["a code block is still open at the end"] if fenced else [])
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_code_block_is_closed_by_a_bare_fence(page: Path):
+    assert unclosed_fences(page.read_text(encoding="utf-8")) == []
+
+
+def test_the_fence_check_finds_text_after_a_closing_fence():
+    assert unclosed_fences("```yaml\na: 1\n``` Every failed check\n\nprose\n```\n")[0].startswith("line 3:")
+    assert unclosed_fences("```yaml\na: 1\n```\n\nprose\n") == []

@@ -156,7 +156,8 @@ def tasks_text(catalog: Catalog) -> str:
     out = [
         "# Tasks of this suite (format: docs/suites.md in surfbench, 'The suite and task format').",
         "# expected: the calls a correct answer makes; args are matchers: a value, a list of accepted values",
-        '# ("" = may be omitted), {$regex: ...}, {$any: true}, {$set: [...]}; a list value is written [[a, b]].',
+        '# ("" = may be omitted), {$regex: ...}, {$any: true}, {$set: [...]}; a list value is written [[a, b]]',
+        "# (its items may be matchers) or {$list: [...]}, a list of objects {$list: [{name: Bob}]}.",
         "# canned: what each operation returns in this suite (no backend); {error: text} makes the call fail.",
         "#",
         "# Runnable tasks, so that the suite runs as it is (replace their placeholders with real values):",
