@@ -53,7 +53,7 @@ from surfbench.bench.catalog.limits import recorded_originals
 from surfbench.bench.report.gate_criteria import KINDS, Criterion, load_criteria
 from surfbench.bench.report.gate_exit import EXIT as EXIT
 from surfbench.bench.report.gate_exit import scripted_warning, worst_exit
-from surfbench.bench.store.evidence import surface_label
+from surfbench.bench.store.evidence import config_labels, surface_label
 from surfbench.bench.store.reader import Runs, load
 from surfbench.bench.store.tables import CellSummary
 
@@ -203,8 +203,11 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
     named = spec.get("candidates")
     candidates = [surface_label(str(c), surfaces) for c in named] if named else sorted(surfaces - {baseline})
     missing = [c for c in candidates if c not in surfaces]
-    if missing:
-        raise ConfigError(f"candidate surface(s) {missing} not in the runs")
+    if missing and len(missing) == len(candidates):
+        raise ConfigError(
+            f"candidate surface(s) {', '.join(missing)} not in the runs (they have {', '.join(sorted(surfaces))}): "
+            "run them, or name the ones they have under `candidates:` in the criteria file"
+        )
     hot = _hot_ops(view, spec.get("hot_operations"))
     subsets = criterion_subsets(frame, spec["criteria"])
     paired = {
@@ -218,7 +221,11 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
     per_model: dict[tuple[str, str], str] = {}
     configs: list[str] = []
     claimed = claimed_suites(spec["criteria"])
-    for cand in candidates:
+    for cand in missing:  # a candidate the runs never ran: no evidence, so never ship, and what to do about it
+        for model in sorted(set(frame[frame["surface"] == baseline]["model"])):
+            verdicts.append(_not_run(cand, model, baseline, surfaces))
+            per_model[(cand, model)] = "revise"
+    for cand in (c for c in candidates if c not in missing):
         helps = {suite: _help_sizes(view, cand, suite, claimed) for suite in {c.suite for c in spec["criteria"]}}
         configs += [line for line in dict.fromkeys(u for _, used in helps.values() for u in used)]
         for model in sorted(set(frame[frame["surface"] == cand]["model"])):
@@ -261,6 +268,17 @@ def criterion_subsets(frame: pd.DataFrame, criteria: list[Criterion]) -> dict[An
 
     keep = {c.scope: [judged(c, t, s) for t, s in zip(tags, suites, strict=True)] for c in criteria}
     return {scope: frame[rows] for scope, rows in keep.items()}
+
+
+def _not_run(cand: str, model: str, baseline: str, surfaces: set[str]) -> Verdict:
+    """A candidate of the criteria file with no episode in the runs: revise (run it), never ship or close."""
+    like = config_labels(cand, surfaces)
+    hint = f" (labels of it with overrides: {', '.join(like)}; name one of them)" if like else ""
+    observed = (
+        f"not in the runs: no episode of surface {cand}{hint}; run it beside {baseline} "
+        f"(surfbench run ... surface={cand}) and pass its run folder, or drop it from `candidates:`"
+    )
+    return Verdict(cand, model, "in the runs", 0.0, observed, NO_EVIDENCE, "revise")
 
 
 def _absent(c: Criterion, cand: str, model: str) -> Verdict:

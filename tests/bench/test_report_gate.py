@@ -81,6 +81,24 @@ def test_gate_closes_on_a_decisive_accuracy_drop(sweep: Path, tmp_path: Path, ca
     assert "decision for dispatcher: CLOSE" in capsys.readouterr().out
 
 
+def test_a_candidate_the_runs_lack_is_revised_with_what_to_do_and_the_others_are_judged(
+    sweep: Path, tmp_path: Path, capsys
+):
+    """init's gate.yaml names preselect; a run without it stopped the whole gate with one line. Now the candidates
+    the runs have are judged, and the missing one is revised (never shipped, never closed) saying what to run."""
+    crit = tmp_path / "c.yaml"
+    crit.write_text(GATE.replace("HELP", "1536").replace("[dispatcher, core]", "[dispatcher, preselect]"))
+    assert cli(["gate", "--criteria", str(crit), str(sweep), "--allow-scripted"]) == 1
+    out = capsys.readouterr().out
+    assert "decision for dispatcher: SHIP" in out and "decision for preselect: REVISE" in out
+    assert "not in the runs: no episode of surface preselect" in out and "surface=preselect" in out
+    none = tmp_path / "none.yaml"
+    none.write_text(GATE.replace("HELP", "1536").replace("[dispatcher, core]", "[preselect]"))
+    assert cli(["gate", "--criteria", str(none), str(sweep), "--allow-scripted"]) == 2
+    err = capsys.readouterr().err
+    assert "candidate surface(s) preselect not in the runs (they have core, dispatcher, full)" in err
+
+
 def test_gate_errors_are_exit_2(tmp_path: Path, sweep: Path, capsys):
     assert cli(["gate", "--criteria", str(tmp_path / "missing.yaml"), str(sweep)]) == 2
     assert "no such criteria file" in capsys.readouterr().err
