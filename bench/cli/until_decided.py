@@ -162,9 +162,12 @@ def _run_jobs(
             "give this run another name (run=NAME)"
         )
     _write(root, record)
+    most = budget * sum(job.cell.spec.repeats for job in jobs)
     print(
         f"until_decided {gate} ({name}): {len(order)} paired tasks in seeded random order (seed "
-        f"{settings.order_seed}), batches of {settings.batch}, budget {budget} pairs per comparison",
+        f"{settings.order_seed}), batches of {settings.batch}, budget {budget} pairs per comparison: at most "
+        f"{most} episodes ({budget} pairs x {len(jobs)} cells), fewer once criteria are decided; how long they "
+        "may take is printed after the first batch, at this run's pace",
         file=sys.stderr,
     )
     new = _batches(jobs, tasks, record, root, gate)

@@ -149,7 +149,9 @@ def test_a_run_until_decided_stops_at_its_budget_and_resumes(configs: Path, tmp_
         proc.stdout
     )
     assert "underpowered at budget" in proc.stdout and len(load_runs([tmp_path / "u"])) == 40
-    # after the first look, how long the rest may take (issue 50: a newcomer's run showed no estimate)
+    # before the first batch, how many episodes at most; after the first look, how long the rest may take
+    # (issue 50: a newcomer's run showed no estimate)
+    assert "budget 20 pairs per comparison: at most 40 episodes (20 pairs x 2 cells)" in proc.stderr
     assert re.search(
         r"until_decided: at most 20 more episodes \(10 pairs x 2 cells\) to the budget, about \d+ min at this "
         r"run's pace \(\d+ s per episode\)",
