@@ -182,3 +182,45 @@ def zero_shown_lines(rows: Sequence[RetrievalRow], limit: int = 10) -> list[str]
                 "the model would see no operation; --min-k N shows N anyway)"
             )
     return lines
+
+
+@dataclass(frozen=True)
+class RetrievalChoice:
+    """The retriever and cut-off a suite's pre-selection and search should use, as measured on its tasks."""
+
+    retriever: str
+    k: int
+    recall: float
+    """recall@k of the choice."""
+    mrr: float
+    missed: tuple[str, ...]
+    """Tasks none of whose expected operations is shown within k (empty when the choice reaches every task)."""
+    tasks: int
+    others: tuple[tuple[str, int, float, int], ...]
+    """Every pair considered: (retriever, k, recall@k, tasks missed), in the order judged."""
+
+
+def missed_at(row: RetrievalRow, k: int) -> tuple[str, ...]:
+    """The tasks for which none of the expected operations is shown within the top ``k``."""
+    return tuple(t.task for t in row.per_task if not any(r is not None and r <= k for r in t.ranks))
+
+
+def choose_retrieval(rows: Sequence[RetrievalRow], ks: Sequence[int]) -> RetrievalChoice:
+    """The pair (retriever, k) a suite's pre-selection should use.
+
+    The fewest tasks missed, then the smallest k (a smaller block shown), then the highest recall@k, then the
+    first in ``rows`` (order them cheapest first). A task is missed when not one of its expected operations
+    would be shown: that task cannot be solved on the surface, whatever the model. Ties on misses go to the
+    smaller k, so k only grows to reach a task.
+    """
+    judged = []
+    for order, row in enumerate(rows):
+        for k in sorted(ks):
+            missed = missed_at(row, k)
+            judged.append(((len(missed), k, -row.recall[k], order), row, k, missed))
+    if not judged:
+        raise ValueError("choose_retrieval: no retriever or cut-off to choose from")
+    judged.sort(key=lambda item: item[0])
+    _, row, k, missed = judged[0]
+    others = tuple((r.retriever, kk, r.recall[kk], len(m)) for _, r, kk, m in judged)
+    return RetrievalChoice(row.retriever, k, row.recall[k], row.mrr, missed, row.tasks, others)

@@ -137,6 +137,8 @@ def gate_text(name: str) -> str:
     return f"""\
 # surfbench gate --criteria gate.yaml RUN: ship / revise / close per candidate surface against `full`
 # (docs/sweeps-and-gates.md); the thresholds are the shipped gates' (configs/gate/front-door.yaml).
+# preselect and search are this suite's configs/surface/preselect.yaml and search.yaml once `surfbench check`
+# has chosen their retriever and k on the tasks (bench/cli/scaffold_retrieval.py); before, the shipped ones.
 name: {name}
 description: dispatcher, preselect and search against every tool as a typed tool (full), on {name}
 baseline: full
@@ -169,7 +171,8 @@ def tasks_text(catalog: Catalog) -> str:
         "# answer: {contains: [...]} for what the answer must say; for a write, state: [...] with suite.yaml's",
         "# backend_options.state (a function reading the working copy).",
         "# expected: the calls a correct answer makes; args are matchers: a value, a list of accepted values",
-        '# ("" = may be omitted), {$regex: ...}, {$any: true}, {$set: [...]}; a list value is written [[a, b]].',
+        '# ("" = may be omitted), {$regex: ...}, {$any: true}, {$set: [...]}; a list value is written [[a, b]]',
+        "# (its items may be matchers) or {$list: [...]}, a list of objects {$list: [{name: Bob}]}.",
         "#",
     ]
     runnable = []
@@ -260,6 +263,8 @@ Written by `surfbench init {given}` for a server with {tools} tools, as suite.ya
 - `tasks.yaml`: runnable tasks and commented examples: starting points, to edit until they match what the
   server really does.
 - `gate.yaml`: the gate's criteria: `dispatcher`, `preselect` and `search` against `full`.
+- `configs/surface/preselect.yaml`, `search.yaml` (written by `surfbench check` once tasks have expected calls):
+  the retriever and k that show an expected operation for every task, measured on them without a model.
 - `configs/suite/{name}.yaml`: what lets `surfbench run suite={name}` find the suite.
 
 ## The recipe
@@ -417,6 +422,10 @@ def _check(args: argparse.Namespace) -> int:
     if lines:
         print(f"{len(lines)} problem(s): {ran} tasks, oracle solves {solved}/{ran}{answers}")
         return 2
+    from surfbench.bench.cli.scaffold_retrieval import measured_surfaces
+
+    for line in measured_surfaces(args.suite):  # an init'd suite: preselect and search chosen on its tasks
+        print(line)
     print(f"ok: {ran} tasks, oracle solves {solved}/{ran}{answers}")
     return 0
 

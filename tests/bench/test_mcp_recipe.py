@@ -376,8 +376,10 @@ def test_the_recipe_of_the_docs_runs_verbatim_on_mcp_server_git_and_ends_with_a_
     editor = tmp_path / "editor.py"  # step 3, as a user would: the tasks written into the file named
     editor.write_text(f"import pathlib, sys\npathlib.Path(sys.argv[1]).write_text({GIT_TASKS!r})\n")
     script = "\n".join(
-        ("set +e\n" if line.startswith("surfbench gate") else "")  # a gate may refuse to judge a script (exit 2)
-        + line.replace("model=qwen2.5-coder-0.5b-instruct", "model=oracle")  # the one change: a scripted model
+        # the changes: a scripted model, which the gate judges when told to; revise is exit 1: read, not stop
+        ("set +e\n" + line.replace(" results/myrepo ", " results/myrepo --allow-scripted "))
+        if line.startswith("surfbench gate")
+        else line.replace("model=qwen2.5-coder-0.5b-instruct", "model=oracle")
         for line in lines
     )
     script += '\necho "recipe: gate exit $?"'
@@ -395,7 +397,12 @@ def test_the_recipe_of_the_docs_runs_verbatim_on_mcp_server_git_and_ends_with_a_
     assert "answers found in the server's results 2/2" in proc.stdout
     report = tmp_path / "results" / "myrepo" / "report"
     assert (report / "report.md").is_file() and (report / "report.html").is_file()
-    assert re.search(r"recipe: gate exit [0-2]$", proc.stdout.rstrip()), proc.stdout[-2000:]  # the gate ran
+    # the gate decides with the files init and check wrote: every candidate of init's gate.yaml is in the run
+    assert re.search(r"recipe: gate exit [01]$", proc.stdout.rstrip()), proc.stdout[-3000:] + proc.stderr[-2000:]
+    for candidate in ("dispatcher", "preselect", "search"):
+        assert re.search(rf"decision for {candidate}: (SHIP|REVISE)", proc.stdout), proc.stdout[-3000:]
+    measured = tmp_path / "suites" / "myrepo" / "configs" / "surface" / "preselect.yaml"
+    assert measured.is_file() and "retriever:" in measured.read_text()  # check chose it on the tasks
     episodes = load_runs([tmp_path / "results" / "myrepo"])
     assert sorted(set(episodes["surface"])) == ["dispatcher", "full", "preselect", "search"]
     plumbing = load_runs([tmp_path / "results" / "myrepo-plumbing"])

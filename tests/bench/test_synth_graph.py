@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from surfbench.bench.base.config import surface_config
 from surfbench.bench.cli.cli import main as cli_main
 from surfbench.bench.run.synth_verify import Verifier
 from surfbench.bench.suites.suite import Task, load_suite
@@ -125,3 +126,26 @@ def test_check_solves_every_synthesized_task_and_the_seed_is_never_written(journ
     assert [line for line in out.err.splitlines() if "'synth-" in line] == [], out.err
     assert (seed / "memory.jsonl").read_bytes() == before
     assert sorted(p.name for p in seed.iterdir()) == ["memory.jsonl"]
+
+
+def test_check_writes_the_preselection_measured_on_the_tasks_and_keeps_a_file_the_user_wrote(
+    journey, monkeypatch: pytest.MonkeyPatch
+):
+    """init's preselect and search are the shipped BM25 at 5 until check has tasks to measure them on; then the
+    suite's own configs/surface/*.yaml say which retriever and k show an expected operation for every task."""
+    from surfbench.bench.cli.scaffold_retrieval import MARK, measured_surfaces
+
+    suite, _, _ = journey
+    lines = measured_surfaces(str(suite))
+    written = yaml.safe_load((suite / "configs" / "surface" / "preselect.yaml").read_text())
+    assert written["name"] == written["kind"] == "preselect", written
+    assert written["params"]["retriever"] in ("bm25", "hybrid", "embedding") and written["params"]["k"] in (5, 8, 10)
+    assert any(line.startswith(f"wrote {suite / 'configs' / 'surface' / 'preselect.yaml'}") for line in lines), lines
+    assert (suite / "configs" / "surface" / "search.yaml").read_text().startswith(MARK)
+    assert "retrieval on " in lines[0] and "recall@5/8/10" in lines[0]
+    monkeypatch.setenv("SURFBENCH_CONFIGS", str(suite / "configs"))  # what the recipe exports
+    assert surface_config("preselect").params == written["params"]  # the suite's own, not the shipped bm25/5 file
+    mine = suite / "configs" / "surface" / "search.yaml"
+    mine.write_text("name: search\nkind: search\nparams: {retriever: bm25, top_n: 3}\n")  # the user's own
+    assert any(line.startswith(f"kept your {mine}") for line in measured_surfaces(str(suite)))
+    assert "top_n: 3" in mine.read_text()
