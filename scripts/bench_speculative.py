@@ -31,12 +31,10 @@ A setting is ``off`` or a ``--spec-type`` value of the shipped build; ``draft`` 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
 import sys
-import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -80,13 +78,6 @@ REQUESTS: dict[str, list[dict[str, str]]] = {
 }  # fmt: skip
 
 
-def post(url: str, payload: dict[str, Any], timeout: float = 3600.0) -> dict[str, Any]:
-    body = json.dumps(payload).encode("utf-8")
-    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the local server only
-        return dict(json.loads(resp.read()))
-
-
 def server_for(model: str, setting: str, draft: str) -> Any:
     """A LocalServer with the model config's settings and the setting's speculative flags on the command line."""
     from surfbench.bench.models import model_config
@@ -116,6 +107,8 @@ def server_for(model: str, setting: str, draft: str) -> Any:
 
 
 def measure(model: str, setting: str, draft: str) -> list[dict[str, Any]]:
+    from bench_server import post  # type: ignore[import-not-found]  # the same request helper
+
     server, cfg = server_for(model, setting, draft)
     rows = []
     with server:

@@ -66,8 +66,9 @@ def measured_surfaces(suite_arg: str) -> list[str]:
         + ", ".join(choice.missed[:5])
         + (" ..." if len(choice.missed) > 5 else "")
     )
+    chosen = f"{choice.retriever} at k {choice.k} {reach}"
     why = [
-        f"on {choice.tasks} task(s) with expected calls: {choice.retriever} at k {choice.k} {reach}",
+        f"on {choice.tasks} task(s) with expected calls: {chosen}",
         f"(recall@{choice.k} {choice.recall:.2f}, MRR {choice.mrr:.2f}); the shipped bm25 at k 5 shows none of the "
         f"expected operations for {shipped}.",
         "Rewritten by every `surfbench check` while the first line is here; delete that line to keep your own.",
@@ -89,7 +90,7 @@ def measured_surfaces(suite_arg: str) -> list[str]:
             continue
         target.mkdir(parents=True, exist_ok=True)
         write_atomic(path, _config(kind, choice.retriever, choice.k, why))
-        lines.append(f"wrote {path}: {kind} with {choice.retriever}, k {choice.k} ({why[0].split(': ', 1)[1]})")
+        lines.append(f"wrote {path}: {kind} with {choice.retriever}, k {choice.k} ({chosen})")
     if choice.missed:
         lines.append(
             f"warning: {len(choice.missed)} task(s) show none of their expected operations on preselect and search "
