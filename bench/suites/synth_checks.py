@@ -58,7 +58,9 @@ def _flat_values(args: Iterable[Mapping[str, Any]]) -> tuple[set[str], dict[str,
                 continue
             named[key] = value
             for v in value if isinstance(value, list) else [value]:
-                if isinstance(v, str):
+                if isinstance(v, Mapping):  # an array of objects (create_entities): its fields were given too
+                    stack.append(v)
+                elif isinstance(v, str):
                     texts.add(" ".join(v.casefold().split()))
                 elif isinstance(v, int | float) and not isinstance(v, bool):
                     texts.add(f"#{v}")

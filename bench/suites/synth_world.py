@@ -42,6 +42,9 @@ class World:
     """Where the values came from: ``hook``, ``state``, ``live`` (an MCP server's answers) or ``schema``."""
     state: dict[str, Any] = field(default_factory=dict)
     """A fresh backend's state (empty for a suite whose backend keeps none)."""
+    workdir: str | None = None
+    """What names the server's own data folder in an argument: ``"."`` for a live server started in its
+    working copy (``fixture``, no ``cwd``), for a ``repo_path`` or ``root`` nothing else gives a value to."""
 
     def records(self) -> list[dict[str, Any]]:
         return self.pools.get("*", [])
@@ -63,7 +66,7 @@ def build_world(suite: Suite, spec: SynthSpec) -> World:
             hook = load_hook(_hook_spec(spec), spec.source, "world")
             world = World({str(k): [dict(b) for b in v] for k, v in dict(hook(state)).items()}, source="hook")
         else:
-            world = World(source="state" if state else "schema")
+            world = World(source="state" if state else "schema", workdir=_workdir(suite))
             harvest(state, world)
             if suite.backend_spec == "mcp":
                 declared = declares_reads(suite.catalog)
@@ -77,6 +80,14 @@ def build_world(suite: Suite, spec: SynthSpec) -> World:
             for key, value in bundle.items():
                 _remember(world, key, value)
     return world
+
+
+def _workdir(suite: Suite) -> str | None:
+    """``"."`` for a live server started in its working copy (``fixture`` or ``setup``, no ``cwd``): the folder."""
+    server = getattr(suite.mcp, "server", None)  # bench.mcp.spec.ServerSpec, read without importing bench.mcp
+    if suite.backend_spec == "mcp" and server is not None and (server.fixture or server.setup) and not server.cwd:
+        return "."
+    return None
 
 
 def keeps_state(suite: Suite) -> bool:
@@ -120,7 +131,50 @@ def _read_back(backend: Any, op: Operation, world: World) -> None:
     except Exception:  # a read the server refuses teaches nothing; the others still do
         return
     world.source = "live"
-    harvest(parse_result(result), world)
+    parsed = parse_result(result)
+    if isinstance(parsed, str):  # a server that answers in text (mcp-server-git): its records and its lists
+        parsed = text_records(parsed) or _listed(parsed, op, world)
+    harvest(parsed, world)
+
+
+QUOTED = re.compile(r"'([A-Za-z][\w-]{0,19})'")
+"""A value a string argument's description offers in quotes, where its schema has no enum."""
+TEXT_FIELD = re.compile(r"^\s*([A-Za-z][A-Za-z _-]{0,30}):\s+(\S.*)$")
+
+
+def text_records(text: str) -> list[dict[str, str]]:
+    """``Key: value`` lines as records (``Commit: 'ab12'`` / ``Message: 'first'``), a new one when a key repeats.
+
+    Plain text is what many servers answer; a field's key is lower-cased, spaces to ``_``, quotes stripped.
+    """
+    records: list[dict[str, str]] = []
+    record: dict[str, str] = {}
+    for line in text.splitlines():
+        match = TEXT_FIELD.match(line)
+        if not match:
+            continue
+        key = match.group(1).strip().lower().replace(" ", "_").replace("-", "_")
+        if key in record:
+            records.append(record)
+            record = {}
+        record[key] = match.group(2).strip().strip("'\"")
+    if record:
+        records.append(record)
+    return records
+
+
+def _listed(text: str, op: Operation, world: World) -> list[Any]:
+    """Remember a text answer that is a list of short names under what the operation reads.
+
+    ``* main`` / ``  feature`` from ``git_branch``: each under ``branch``; nothing for any other text.
+    """
+    lines = [line.strip().lstrip("*-+ ").strip() for line in text.splitlines() if line.strip()]
+    subject = [p.lower() for p in name_parts(op.name) if p.lower() not in READ_WORDS]
+    if not lines or not subject or len(lines) > 50 or any(len(x) > 60 or " " in x for x in lines):
+        return []
+    for line in lines:
+        _remember(world, _singular(subject[-1]), line)
+    return []
 
 
 def parse_result(result: Any) -> Any:
@@ -170,15 +224,33 @@ def _remember(world: World, key: str, value: Any) -> None:
         seen.append(value)
 
 
-def aliases(param: str) -> list[str]:
-    """Record keys that may hold an argument's value: itself, then its last part (``note_id`` -> ``id``)."""
+SYNONYMS = {"revision": ("commit", "sha", "hash"), "sha": ("commit", "hash"), "ref": ("commit", "branch"),
+            "target": ("branch", "commit"), "files": ("modified", "path"), "file": ("modified", "path"),
+            "paths": ("modified", "path")}  # fmt: skip
+"""Other keys a value of an argument is commonly held under (a ``revision`` is a commit a log shows)."""
+
+
+def aliases(param: str, more: bool = False) -> list[str]:
+    """Record keys that may hold an argument's value.
+
+    Itself, then its last part (``note_id`` -> ``id``); with ``more`` (a world read off a server, not a
+    suite's hook, whose pools name their keys), the thing a name or id belongs to (``branch_name`` ->
+    ``branch``) and common synonyms (``revision`` -> ``commit``).
+    """
     parts = [p for p in param.split("_") if p]
-    return list(dict.fromkeys([param, parts[-1] if parts else param, "name" if param.endswith("name") else param]))
+    last = parts[-1] if parts else param
+    keys = [param, last, "name" if param.endswith("name") else param]
+    if more:
+        keys += [parts[-2] if len(parts) >= 2 and last in ("name", "id") else param, *SYNONYMS.get(last.lower(), ())]
+    return list(dict.fromkeys(keys))
 
 
 def generic_bundles(world: World, op: Operation) -> list[dict[str, Any]]:
-    """Records that fill the most of ``op``'s required arguments, as bundles keyed by argument name."""
-    required = list(op.required)
+    """Records that fill the most of ``op``'s required arguments, as bundles keyed by argument name.
+
+    Not the name of what ``op`` creates: a record's name is one the world holds, so the create would change nothing.
+    """
+    required = [p for p in op.required if not names_new_thing(op, p)]
     if not required:
         return [{}]
     best: list[dict[str, Any]] = []
@@ -186,7 +258,7 @@ def generic_bundles(world: World, op: Operation) -> list[dict[str, Any]]:
     for record in world.records():
         bundle = {}
         for param in required:
-            for key in aliases(param):
+            for key in aliases(param, more=True):
                 if key in record and _fits(op, param, record[key]):
                     bundle[param] = record[key]
                     break
@@ -210,20 +282,76 @@ def world_value(world: World, param: str, op: Operation, rng: random.Random) -> 
     entityType, observations}]``). None when some field has no value.
     """
     schema = (op.parameters.get("properties") or {}).get(param) or {}
-    value = _seen(world, aliases(param), schema.get("type"), schema, rng)
+    if world.source != "hook" and "enum" not in schema and names_new_thing(op, param):
+        return fresh_name(world, param, rng)
+    value = _seen(world, aliases(param, world.source != "hook"), schema.get("type"), schema, rng)
     if value is not None:
         return value
     value = schema_value(schema, rng)
+    if value is None and schema.get("type") == "string":  # "Whether to list local branches ('local'), ..."
+        options = QUOTED.findall(str(schema.get("description") or ""))
+        value = options[0] if options else None
     if value is None and param.lower() in SEARCH_WORDS and schema.get("type", "string") == "string":
         words = sorted({w.lower() for vs in world.values.values() for v in vs if isinstance(v, str)
                         for w in re.findall(r"[A-Za-z]{4,}", v)})  # fmt: skip
         return rng.choice(words) if words else None
+    if value is None and world.workdir and schema.get("type", "string") == "string" and names_folder(param):
+        return world.workdir
     if value is None:
-        value = _built(world, param, schema, rng, 0, (), _removes(op))
+        value = _built(world, param, schema, rng, 0, (), _removes(op), world.source != "hook" and _creates(op))
     return value
 
 
 REMOVE_WORDS = frozenset({"delete", "remove", "unlink", "detach", "drop", "revoke"})
+CREATE_WORDS = frozenset({"create", "add", "new", "insert", "make", "register"})
+IDENTITY_KEYS = frozenset({"name", "title"})
+"""Fields that are what a created thing is called: a create needs one the world does not hold yet."""
+NEW_NAMES = ("Juniper", "Dana Reyes", "Orion Labs", "Maple", "Harbor", "Nova", "Quill", "Tern", "Birch",
+             "Cobalt", "Lark", "Fennel")  # fmt: skip
+"""Values for a created thing's name when the world holds every name it has seen (no hook, no templates)."""
+
+
+FOLDER_WORDS = frozenset({"repo", "repository", "root", "dir", "directory", "folder", "workdir", "workspace",
+                          "project"})  # fmt: skip
+
+
+def names_folder(param: str) -> bool:
+    """An argument that names the data folder itself: ``repo_path``, ``repository``, ``root_dir``, ``workspace``."""
+    parts = {p.lower() for p in name_parts(param)}
+    return bool(parts & FOLDER_WORDS) and parts <= FOLDER_WORDS | {"path"}
+
+
+def _creates(op: Operation) -> bool:
+    """Whether an operation brings something new into being (then its name must be new, or nothing changes)."""
+    return not _removes(op) and bool({p.lower() for p in name_parts(op.name)} & CREATE_WORDS)
+
+
+def names_new_thing(op: Operation, param: str) -> bool:
+    """Whether a top-level argument names what ``op`` creates.
+
+    ``branch_name`` of ``git_create_branch``, ``name`` of ``create_label``; not ``entityName`` of
+    ``add_observations`` (a reference to something that exists).
+    """
+    if not _creates(op):
+        return False
+    parts = [p.lower() for p in name_parts(param)]
+    if not parts or parts[-1] not in IDENTITY_KEYS:
+        return False
+    if len(parts) == 1:
+        return True
+    subject = {_singular(p.lower()) for p in name_parts(op.name)}
+    return _singular(parts[-2]) in subject
+
+
+def fresh_name(world: World, key: str, rng: random.Random) -> str:
+    """A name the world does not hold under ``key`` (the created thing's own name), drawn with ``rng``."""
+    held = {str(v).lower() for k in (key, "name", "title") for v in world.values.get(k, [])}
+    free = [n for n in NEW_NAMES if n.lower() not in held]
+    return rng.choice(free) if free else f"{rng.choice(NEW_NAMES)} {rng.randint(2, 99)}"
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if word.endswith("s") and not word.endswith(("ss", "us", "is")) else word
 
 
 def _removes(op: Operation) -> bool:
@@ -241,13 +369,15 @@ def _kind(schema: Mapping[str, Any]) -> Any:
 
 
 def _built(world: World, name: str, schema: Mapping[str, Any], rng: random.Random, depth: int,
-           outer: tuple[str, ...] = (), existing: bool = False) -> Any:  # fmt: skip
+           outer: tuple[str, ...] = (), existing: bool = False, new: bool = False) -> Any:  # fmt: skip
     """A structured value (object, array) from its schema, each scalar seen in the world under its name.
 
     A scalar's keys, in order: its own name's (``aliases``), the singular of an array's name (``entityNames``:
     ``name``), then the names of what holds it (``observations[].contents``: ``observations``). With
     ``existing`` (an operation that removes), an object is a whole record of the world that has its required
     fields (a relation that exists, to delete), else it is put together field by field (a new one, to create).
+    With ``new`` (an operation that creates), an object's ``name`` or ``title`` is one the world does not hold
+    (``create_entities``: an entity that is not there yet; one that is would change nothing).
     """
     kind = _kind(schema)
     if depth > 4:
@@ -255,7 +385,7 @@ def _built(world: World, name: str, schema: Mapping[str, Any], rng: random.Rando
     if kind == "array":
         raw = schema.get("items")
         items: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-        item = _built(world, name, items, rng, depth + 1, outer, existing)
+        item = _built(world, name, items, rng, depth + 1, outer, existing, new)
         return None if item is None else [item]
     if kind == "object":
         props = schema.get("properties")
@@ -271,13 +401,16 @@ def _built(world: World, name: str, schema: Mapping[str, Any], rng: random.Rando
         out = {}
         for field_name in required or list(props):
             sub = props[field_name] if isinstance(props[field_name], Mapping) else {}
+            if new and str(field_name).lower() in IDENTITY_KEYS and _kind(sub) in ("string", None):
+                out[str(field_name)] = fresh_name(world, str(field_name), rng)
+                continue
             got = _built(world, str(field_name), sub, rng, depth + 1, (*outer, name))
             if got is None and required:
                 return None
             if got is not None:
                 out[str(field_name)] = got
         return out or None
-    value = _seen(world, _keys_of(name, outer), kind, schema, rng)
+    value = _seen(world, _keys_of(name, outer, world.source != "hook"), kind, schema, rng)
     return value if value is not None else schema_value(schema, rng, depth)
 
 
@@ -290,11 +423,10 @@ def _seen(world: World, keys: list[str], kind: Any, schema: Mapping[str, Any], r
     return None
 
 
-def _keys_of(name: str, outer: tuple[str, ...]) -> list[str]:
-    """The world keys a nested scalar may be found under (see :func:`_built`)."""
-    last = (name_parts(name) or [name])[-1].lower()
-    singular = last[:-1] if last.endswith("s") and not last.endswith(("ss", "us", "is")) else last
-    keys = [*aliases(name), singular]
+def _keys_of(name: str, outer: tuple[str, ...], more: bool = False) -> list[str]:
+    """The world keys a nested scalar may be found under (see :func:`_built`; ``more``: :func:`aliases`')."""
+    singular = _singular((name_parts(name) or [name])[-1].lower())
+    keys = [*aliases(name, more), singular, *(SYNONYMS.get(singular, ()) if more else ())]
     for holder in reversed(outer):
         keys += aliases(holder)
     return list(dict.fromkeys(k for k in keys if k))

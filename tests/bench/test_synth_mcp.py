@@ -5,7 +5,9 @@ solves every task, the synthesized ones included."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -15,7 +17,7 @@ import yaml
 
 from surfbench.bench.cli.cli import main as cli_main
 from surfbench.bench.suites.suite import load_suite
-from tests.bench.mcp_helpers import processes_with
+from tests.bench.mcp_helpers import git_repo, processes_with
 
 NOTES = Path(__file__).resolve().parent.parent / "fixtures" / "mcp_servers" / "notes_server.py"
 MARK = f"synth-mcp-{uuid.uuid4().hex[:8]}"  # an argument the server ignores: finds only our servers
@@ -68,3 +70,30 @@ def test_check_solves_the_synthesized_tasks_of_a_live_suite(suite_dir: Path, cap
     assert failing == [], out.err
     assert synthesized >= 4 and (code == 0 or "smoke-" in out.err or "refuse-" in out.err), out.out + out.err
     assert processes_with(MARK) == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mcp_server_git") is None, reason="n/a: mcp-server-git not installed")
+def test_synth_on_the_real_git_server_from_its_answers_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys):
+    """Issue 50's target on ``mcp-server-git`` with no templates: at least 80% of the tasks asked for kept, and
+    every tool a single call can exercise covered (its 12 but ``git_commit`` and ``git_diff_staged``, which need
+    something staged first), on a repository with two branches, two commits and a change in its working tree."""
+    repo = git_repo(tmp_path / "repo")
+    run = {"cwd": repo, "check": True, "capture_output": True}
+    subprocess.run(["git", "checkout", "-qb", "feature"], **run)  # type: ignore[call-overload]
+    (repo / "b.txt").write_text("more\n")
+    subprocess.run(["git", "add", "b.txt"], **run)  # type: ignore[call-overload]
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "second"], **run)  # type: ignore[call-overload]
+    subprocess.run(["git", "checkout", "-q", "main"], **run)  # type: ignore[call-overload]
+    (repo / "a.txt").write_text("hello\nchanged\n")
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["init", "--mcp", f"{sys.executable} -m mcp_server_git --repository ./repo", "mygit"]) == 0
+    capsys.readouterr()
+    assert cli_main(["synth", "mygit", "--n", "12", "--seed", "0", "--progress", "plain"]) == 0
+    out = capsys.readouterr().out
+    rows = [json.loads(line) for line in (tmp_path / "mygit" / "synth" / "tasks.jsonl").read_text().splitlines()]
+    assert len(rows) >= 0.8 * 12, out
+    ops = {e["op"] for r in rows for e in r.get("expected", [])}
+    single = {"git_status", "git_diff_unstaged", "git_diff", "git_add", "git_reset", "git_log", "git_create_branch",
+              "git_checkout", "git_show", "git_branch"}  # fmt: skip
+    assert ops == single, (sorted(single - ops), out)
+    assert {r["expected"][0]["args"]["repo_path"] for r in rows if r.get("expected")} == {"."}

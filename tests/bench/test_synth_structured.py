@@ -11,7 +11,16 @@ from pathlib import Path
 
 from surfbench.bench.catalog.catalog import Operation
 from surfbench.bench.cli.cli import main as cli_main
-from surfbench.bench.suites.synth_world import World, harvest, reads, world_value
+from surfbench.bench.suites.synth_world import (
+    NEW_NAMES,
+    World,
+    harvest,
+    names_folder,
+    names_new_thing,
+    reads,
+    text_records,
+    world_value,
+)
 
 ENTITY = {"type": "object", "required": ["name", "entityType", "observations"], "properties": {
     "name": {"type": "string"}, "entityType": {"type": "string"},
@@ -45,7 +54,9 @@ def test_an_array_of_objects_is_built_from_the_schema_with_values_the_world_hold
     assert isinstance(value, list) and len(value) == 1
     (entity,) = value
     assert set(entity) == {"name", "entityType", "observations"}
-    assert entity["name"] in {"Bob", "Acme"} and entity["entityType"] in {"person", "company"}
+    # what it creates is new (one the graph holds would change nothing); what describes it comes from the world
+    assert entity["name"] not in {"Bob", "Acme"} and entity["name"] in NEW_NAMES
+    assert entity["entityType"] in {"person", "company"}
     # a list's members are world values under the list's key: an observation the graph holds, not an invented one
     assert len(entity["observations"]) == 1 and entity["observations"][0] in {"likes tea", "works remotely"}
     relation = world_value(world, "relations", CREATE_RELATIONS, random.Random(0))[0]
@@ -93,3 +104,43 @@ def test_an_operation_named_in_camel_case_is_read_as_a_read_when_the_catalog_dec
         assert reads(Operation(name, "x", {"type": "object", "properties": {}})), name
     for name in ("createEntities", "deleteRelations", "addObservations"):
         assert not reads(Operation(name, "x", {"type": "object", "properties": {}})), name
+
+
+def test_what_a_create_names_is_new_and_what_it_refers_to_exists():
+    """``branch_name`` of a branch create and ``name`` of a label create name the new thing; ``entityName`` of
+    ``add_observations`` and ``branch_name`` of a checkout name something that must exist."""
+    op = Operation("git_create_branch", "Create a branch.", {"type": "object", "properties": {}})
+    assert names_new_thing(op, "branch_name") and not names_new_thing(op, "base_branch")
+    assert names_new_thing(Operation("create_label", "", {}), "name")
+    assert not names_new_thing(Operation("add_observations", "", {}), "entityName")
+    assert not names_new_thing(Operation("git_checkout", "", {}), "branch_name")
+    assert not names_new_thing(Operation("delete_label", "", {}), "name")
+
+
+def test_an_argument_naming_the_data_folder_gets_the_working_copy_of_a_server_started_in_it():
+    assert names_folder("repo_path") and names_folder("repository") and names_folder("root_dir")
+    assert not names_folder("file_path") and not names_folder("branch_name")
+    op = Operation("git_status", "Status.", {"type": "object", "required": ["repo_path"],
+                                             "properties": {"repo_path": {"type": "string"}}})  # fmt: skip
+    assert world_value(World(), "repo_path", op, random.Random(0)) is None  # nothing says where the data is
+    assert world_value(World(workdir="."), "repo_path", op, random.Random(0)) == "."
+
+
+def test_a_server_that_answers_in_text_gives_records_and_lists_and_a_description_its_options():
+    """mcp-server-git answers in text: ``Key: value`` lines are records, a list of names is remembered under
+    what the operation reads, and an option a description quotes fills a string argument with no enum."""
+    log = "Commit: 'ab12cd'\nAuthor: <Actor 'A'>\nMessage: 'first commit'\nCommit: 'ef34'\nMessage: 'second'\n"
+    assert text_records(log) == [
+        {"commit": "ab12cd", "author": "<Actor 'A'>", "message": "first commit"},
+        {"commit": "ef34", "message": "second"},
+    ]
+    assert text_records("On branch main\nnothing to commit") == []
+    show = Operation("git_show", "Show a commit.", {"type": "object", "required": ["revision"],
+                                                    "properties": {"revision": {"type": "string"}}})  # fmt: skip
+    world = World(source="live")
+    harvest(text_records(log), world)
+    assert world_value(world, "revision", show, random.Random(0)) in {"ab12cd", "ef34"}  # a revision is a commit
+    kind = {"type": "string", "description": "Whether to list local ('local') or all ('all')."}
+    params = {"type": "object", "required": ["branch_type"], "properties": {"branch_type": kind}}
+    branch = Operation("git_branch", "", params)
+    assert world_value(World(source="live"), "branch_type", branch, random.Random(0)) == "local"
