@@ -17,6 +17,7 @@ from surfbench.bench.base.secrets import redact
 from surfbench.bench.catalog.catalog import CatalogError
 from surfbench.bench.catalog.embedding import EmbeddingModelMissing
 from surfbench.bench.catalog.wire import TokenizerUnavailable
+from surfbench.bench.cli.diff_cli import add_diff_command
 from surfbench.bench.cli.mcp import add_commands as add_mcp_commands
 from surfbench.bench.cli.mcp import add_server_options, surface_catalog
 from surfbench.bench.cli.scaffold_mcp import add_commands as add_suite_commands
@@ -352,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_mcp_commands(sub)  # catalog dump (bench/cli/mcp.py)
     add_plugin_commands(sub)  # plugins: every registered name (bench/contracts/plugins.py)
     add_view_commands(sub)  # view: the local results viewer (bench/cli/view_cli.py, bench/view/)
+    add_diff_command(sub)  # diff: a catalog change and its static gate (bench/cli/diff_cli.py, issue 54)
     return parser
 
 
