@@ -13,7 +13,6 @@ import os
 import shlex
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -209,7 +208,7 @@ def summary(result: SynthResult) -> list[str]:
     by_op = sorted(per, key=lambda k: (-(catalog[k].weight if k in catalog else 0), k))
     cells = [f"{k} {per[k]['kept']}/{per[k]['kept'] + per[k]['rejected']}" for k in by_op]
     lines.append("per operation (kept/tried): " + ", ".join(cells))
-    missing = [op for op in catalog.names if not per.get(op, Counter())["kept"]]
+    missing = [op for op in catalog.names if op not in result.covered_ops]
     if missing:
         lines.append(f"no task for: {', '.join(missing)}")
     if result.checked is not None:

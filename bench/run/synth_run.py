@@ -31,8 +31,8 @@ from surfbench.bench.suites.synth_build import (
     refusal_candidates,
     schema_problem,
 )
-from surfbench.bench.suites.synth_spec import SynthSpec, load_spec
-from surfbench.bench.suites.synth_world import World, build_world
+from surfbench.bench.suites.synth_spec import Plan, SynthSpec, generated_pair, load_spec
+from surfbench.bench.suites.synth_world import World, build_world, declares_reads, reads
 
 DEFAULT_REFUSE_SHARE = 0.06
 DEFAULT_MULTI_SHARE = 0.10
@@ -72,8 +72,17 @@ class SynthResult:
     """``--dry-run``: the candidates and what verification said of each."""
 
     @property
+    def covered_ops(self) -> set[str]:
+        """The operations some kept task calls: alone or in a pair (a commit after staging a file)."""
+        return {str(e["op"]) for row in self.rows for e in row.get("expected") or [] if "op" in e}
+
+    @property
     def covered(self) -> int:
-        return sum(1 for key, c in self.per_key.items() if c["kept"] and not key.startswith(("pair:", "refuse")))
+        return len(self.covered_ops & set(self.suite.catalog.names))
+
+
+GENERATED = "(generated)"
+"""``SynthSpec.source`` of a suite with no templates file."""
 
 
 def shares(suite: Suite, spec: SynthSpec) -> tuple[float, float]:
@@ -139,6 +148,12 @@ class Synthesizer:
             refusals = {"refuse": iter(refusal_candidates(self.spec, self.world, seed))}
             left = self._fill(refusals, {"refuse": 1.0}, n_refuse)
             left = self._fill(pairs, dict.fromkeys(pairs, 1.0), n_pairs + left)
+            if self.spec.source == GENERATED:  # no templates: room for pairs that cover what one call cannot
+                reserve = min(len(catalog.names), max(1, n // 6))
+                self._cover(singles, n - reserve)
+                enabling = {k: iter(candidates(p, self.spec, self.world, catalog, seed))
+                            for k, p in self._enabling_pairs().items()}  # fmt: skip
+                self._fill(enabling, dict.fromkeys(enabling, 1.0), reserve)
             self._fill(singles, weights, n - len(self.result.rows))
         finally:  # on an interrupt too: no verification left running
             if self._pool is not None:
@@ -147,6 +162,39 @@ class Synthesizer:
         if self.checker is not None:
             self.result.checked = (self._checked[0], self._checked[1])
         return self.result
+
+    def _cover(self, streams: dict[str, Iterator[Candidate]], limit: int) -> None:
+        """One kept task per operation, in catalog order, until ``limit`` rows.
+
+        Every operation is tried before any gets a second task, and one that cannot act alone costs no place
+        (the pairs come next).
+        """
+        for stream in streams.values():
+            if len(self.result.rows) >= limit or self._done():
+                return
+            ahead = Lookahead(stream, self)
+            while (cand := ahead.next()) is not None:
+                if self._take(cand):
+                    break
+
+    def _enabling_pairs(self) -> dict[str, Plan]:
+        """Pairs for the operations every single call of which was rejected, each after a write that may enable it.
+
+        A commit with nothing staged, a staged diff that is empty: each gets a pair after every write that was
+        kept and shares a required argument with it (staging a file). The replay keeps the pairs that work.
+        """
+        catalog = self.suite.catalog
+        declared = declares_reads(catalog)
+        per = self.result.per_key
+        kept = [op for op in catalog.names if per.get(op, {}).get("kept") and not reads(catalog[op], declared)]
+        stuck = [op for op in catalog.names if per.get(op, {}).get("rejected") and not per[op].get("kept")]
+        plans = {}
+        for then in stuck:
+            for first in kept:
+                if first != then and set(catalog[first].required) & set(catalog[then].required):
+                    plan = generated_pair(catalog, first, then)
+                    plans[plan.key] = plan
+        return plans
 
     def _done(self) -> bool:
         return len(self.result.rows) >= self.result.n or (self.dry_run and len(self.result.shown) >= DRY_RUN)

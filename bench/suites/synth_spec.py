@@ -241,16 +241,35 @@ def words_of(name: str) -> str:
     return " ".join(p.lower() if p[:1].isupper() and p[1:].islower() and i else p for i, p in enumerate(parts))
 
 
-def generated_plan(catalog: Catalog, op: str) -> Plan:
-    """Phrasings for an operation the suite ships none for, from its description and its required arguments."""
+def _phrase(catalog: Catalog, op: str) -> tuple[str, str, str]:
+    """(description, the same lower-cased, ", for the X '{x}', ...") of an operation, for generated phrasings."""
     description = catalog[op].description.strip().split("\n")[0].rstrip(".").strip() or words_of(op)
     lead = description[0].lower() + description[1:]
     required = list(catalog[op].required)
     given = ", ".join(f"the {words_of(p)} {_quoted(catalog, op, p)}" for p in required)
-    tail = f", for {given}" if given else ""
+    return description, lead, f", for {given}" if given else ""
+
+
+def generated_plan(catalog: Catalog, op: str) -> Plan:
+    """Phrasings for an operation the suite ships none for, from its description and its required arguments."""
+    description, lead, tail = _phrase(catalog, op)
     forms = [f"{description}{tail}.", f"Please {lead}{tail}.", f"I need you to {lead}{tail}."]
     says = tuple(Say(f"{op}.{i}", text, ({},), generated=True) for i, text in enumerate(forms, 1))
     return Plan(op, (op,), None, says, ({},))
+
+
+def generated_pair(catalog: Catalog, first: str, then: str) -> Plan:
+    """Two calls asked in one request, phrased from the two descriptions (a suite with no templates).
+
+    For an operation that cannot act alone (a commit with nothing staged) after one that makes it possible
+    (staging a file).
+    """
+    d1, l1, t1 = _phrase(catalog, first)
+    _, l2, t2 = _phrase(catalog, then)
+    forms = [f"{d1}{t1}, then {l2}{t2}.", f"Please {l1}{t1}, and after that {l2}{t2}."]
+    key = f"pair:{first}-then-{then}"
+    says = tuple(Say(f"{key}.{i}", text, ({}, {}), generated=True) for i, text in enumerate(forms, 1))
+    return Plan(key, (first, then), None, says, ({}, {}), require_calls=True)
 
 
 def _quoted(catalog: Catalog, op: str, param: str) -> str:

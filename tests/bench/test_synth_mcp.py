@@ -74,9 +74,9 @@ def test_check_solves_the_synthesized_tasks_of_a_live_suite(suite_dir: Path, cap
 
 @pytest.mark.skipif(importlib.util.find_spec("mcp_server_git") is None, reason="n/a: mcp-server-git not installed")
 def test_synth_on_the_real_git_server_from_its_answers_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys):
-    """Issue 50's target on ``mcp-server-git`` with no templates: at least 80% of the tasks asked for kept, and
-    every tool a single call can exercise covered (its 12 but ``git_commit`` and ``git_diff_staged``, which need
-    something staged first), on a repository with two branches, two commits and a change in its working tree."""
+    """Issue 50's target on ``mcp-server-git`` with no templates: at least 80% of the tasks asked for kept, every
+    tool covered, on a repository with two branches, two commits and a change in its working tree. ``git_commit``
+    and ``git_diff_staged`` cannot act alone (nothing is staged): each comes in a pair after ``git_add``."""
     repo = git_repo(tmp_path / "repo")
     run = {"cwd": repo, "check": True, "capture_output": True}
     subprocess.run(["git", "checkout", "-qb", "feature"], **run)  # type: ignore[call-overload]
@@ -93,7 +93,10 @@ def test_synth_on_the_real_git_server_from_its_answers_alone(tmp_path: Path, mon
     rows = [json.loads(line) for line in (tmp_path / "mygit" / "synth" / "tasks.jsonl").read_text().splitlines()]
     assert len(rows) >= 0.8 * 12, out
     ops = {e["op"] for r in rows for e in r.get("expected", [])}
-    single = {"git_status", "git_diff_unstaged", "git_diff", "git_add", "git_reset", "git_log", "git_create_branch",
-              "git_checkout", "git_show", "git_branch"}  # fmt: skip
-    assert ops == single, (sorted(single - ops), out)
+    every = {"git_status", "git_diff_unstaged", "git_diff_staged", "git_diff", "git_commit", "git_add", "git_reset",
+             "git_log", "git_create_branch", "git_checkout", "git_show", "git_branch"}  # fmt: skip
+    assert ops == every, (sorted(every - ops), out)
+    pairs = [[e["op"] for e in r["expected"]] for r in rows if len(r.get("expected") or []) == 2]
+    assert ["git_add", "git_commit"] in pairs and ["git_add", "git_diff_staged"] in pairs, pairs
+    assert "operations covered: 12 of 12" in out
     assert {r["expected"][0]["args"]["repo_path"] for r in rows if r.get("expected")} == {"."}
