@@ -27,6 +27,7 @@ may be older than its runs. ``tests/test_reference_pages.py`` runs ``pages --che
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import shlex
@@ -35,6 +36,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -59,7 +61,14 @@ class Reference:
 
 SEQ = ("until_decided=configs/gate/dsh-sequential.yaml", "budget=200", "batch=10", "order_seed=0")
 REFERENCES: tuple[Reference, ...] = (
-    # issue 52's order: the most-read findings first
+    Reference(
+        "forge-dev-qwen0.5b-llama-server",
+        ("-m", "suite=forge", "split=dev",
+         "surface=full,core,dispatcher,preselect,lazy,lazy_append,search,search_append",
+         "model=qwen2.5-coder-0.5b-instruct", "limit=45"),
+        ("docs/results/forge-qwen0.5b.md", "docs/results/cache.md", "README.md"),
+    ),
+    # then issue 52's order: the most-read findings first
     Reference(
         "dsh-sequential-synth-hot-qwen1.5b",
         ("-m", "suite=forge", "split=synth", "tags=hot", "surface=full,core,dispatcher",
@@ -130,12 +139,20 @@ def provenance(params: Mapping[str, str], where: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+@functools.lru_cache(maxsize=16)
+def _collected(runs: tuple[Path, ...], baseline: str | None) -> Any:
+    """The report's content over ``runs``, once per set of runs however many blocks show it."""
+    from surfbench.bench.report.report_data import collect
+
+    return collect(list(runs), baseline=baseline)
+
+
 def cells(params: Mapping[str, str], where: str) -> str:
     """The report's cells table over the runs, cut to ``columns`` (``|``-separated heads), in that order."""
     from surfbench.bench.base.markdown import markdown_table
-    from surfbench.bench.report.report_data import cell_head, cell_table, collect
+    from surfbench.bench.report.report_data import cell_head, cell_table
 
-    data = collect(_runs(params, where), baseline=params.get("baseline"))
+    data = _collected(tuple(_runs(params, where)), params.get("baseline"))
     head = cell_head(data)
     rows = cell_table(data, optional=True)
     wanted = params.get("columns", "").split("|") if params.get("columns") else head
@@ -163,7 +180,33 @@ def gate(params: Mapping[str, str], where: str) -> str:
     return "```text\n" + text.replace(str(ROOT) + "/", "").rstrip() + "\n```\n"
 
 
-KINDS: dict[str, Callable[[Mapping[str, str], str], str]] = {"provenance": provenance, "cells": cells, "gate": gate}
+def compare(params: Mapping[str, str], where: str) -> str:
+    """Old against new, surface by surface: the ``columns`` of the cells table of run ``old`` and run ``new``
+    side by side (the changed-verdicts tables: the same tasks on another engine)."""
+    from surfbench.bench.base.markdown import markdown_table
+    from surfbench.bench.report.report_data import cell_head, cell_table
+
+    sides = []
+    for side in ("old", "new"):
+        data = _collected(tuple(_runs({"runs": params.get(side, "")}, f"{where} {side}=")), None)
+        head = cell_head(data)
+        sides.append({row[head.index("surface")]: dict(zip(head, row, strict=True)) for row in cell_table(data, True)})
+    wanted = [c for c in params.get("columns", "").split("|") if c]
+    if not wanted:
+        raise SystemExit(f"references: {where}: a compare block needs columns=A|B")
+    missing = [c for c in wanted if any(c not in row for side in sides for row in side.values())]
+    if missing:
+        raise SystemExit(f"references: {where}: no column {missing} in both runs' cells tables")
+    label = {"old": params.get("old_label", "old"), "new": params.get("new_label", "new")}
+    head = ["surface", *(f"{c}, {label[s]}" for c in wanted for s in ("old", "new"))]
+    rows = [[surface, *(side.get(surface, {}).get(c, "-") for c in wanted for side in sides)]
+            for surface in [*sides[0], *(k for k in sides[1] if k not in sides[0])]]  # fmt: skip
+    return markdown_table(head, rows) + "\n"
+
+
+KINDS: dict[str, Callable[[Mapping[str, str], str], str]] = {
+    "provenance": provenance, "cells": cells, "gate": gate, "compare": compare,
+}  # fmt: skip
 
 
 def shown(path: Path) -> str:
