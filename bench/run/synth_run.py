@@ -186,8 +186,9 @@ class Synthesizer:
         catalog = self.suite.catalog
         declared = declares_reads(catalog)
         per = self.result.per_key
-        kept = [op for op in catalog.names if per.get(op, {}).get("kept") and not reads(catalog[op], declared)]
-        stuck = [op for op in catalog.names if per.get(op, {}).get("rejected") and not per[op].get("kept")]
+        none: Counter[str] = Counter()
+        kept = [op for op in catalog.names if per.get(op, none)["kept"] and not reads(catalog[op], declared)]
+        stuck = [op for op in catalog.names if per.get(op, none)["rejected"] and not per[op]["kept"]]
         plans = {}
         for then in stuck:
             for first in kept:

@@ -111,9 +111,10 @@ def test_env_path_and_relative_venv_interpreter_through_init_check_synth_and_a_p
         "SURFBENCH_CONFIGS": str(suite / "configs"),
         "SURFBENCH_CACHE": str(tmp_path / "cache"),
     }
+    plumbing_run = ["run", "suite=mem", "surface=full", "model=oracle", "split=synth", "run=mem-plumbing"]
     proc = subprocess.run(
-        [sys.executable, "-m", "surfbench", "run", "suite=mem", "surface=full", "model=oracle", "split=synth", "run=mem-plumbing"],
-        cwd=project, env=env, capture_output=True, text=True, timeout=600,
+        [sys.executable, "-m", "surfbench", *plumbing_run], cwd=project, env=env, capture_output=True, text=True,
+        timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     plumbing = load_runs([project / "results" / "mem-plumbing"])
