@@ -29,7 +29,12 @@ def load_script(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     assert spec is not None and spec.loader is not None, f"no scripts/{name}.py"
     script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    sys.modules[name] = script  # a dataclass resolves its annotations through its module's entry
+    try:
+        spec.loader.exec_module(script)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
     return script
 
 

@@ -55,7 +55,7 @@ def test_a_stale_block_is_named_then_rewritten_from_its_run_and_the_prose_is_lef
     )
     assert "llama-server" in text and "repeat_penalty 1.0" in text and "GGUF sha256 1d9614638d18" in text
     table = text.split('columns="surface|episodes|success" -->\n')[1].split("<!--")[0].splitlines()
-    assert table[0] == "| surface | episodes | success |" and len(table) == 2 + 6  # one row per surface of the run
+    assert table[0] == "| surface | episodes | success |" and len(table) == 2 + 8  # a row per surface (8)
     assert any(row.startswith("| full | 45 |") for row in table), table
     assert module.cmd_pages(check=True) == 0
 
