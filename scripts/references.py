@@ -59,6 +59,7 @@ class Reference:
         return shlex.join(["surfbench", "run", *self.args, f"results_dir={RESULTS}", f"run={self.name}"])
 
 
+Q05, Q15 = "qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct"
 SEQ = ("until_decided=configs/gate/dsh-sequential.yaml", "budget=200", "batch=10", "order_seed=0")
 REFERENCES: tuple[Reference, ...] = (
     Reference(
@@ -81,6 +82,40 @@ REFERENCES: tuple[Reference, ...] = (
          "model=qwen2.5-coder-1.5b-instruct"),
         ("docs/results/forge-qwen1.5b.md", "README.md"),
     ),
+    Reference(
+        "forge-instances-dev",
+        ("-m", "suite=forge_instances", "split=dev", "surface=full,core,dispatcher",
+         "model=qwen2.5-coder-0.5b-instruct,qwen2.5-coder-1.5b-instruct"),
+        ("docs/results/instances.md",),
+    ),
+    Reference(
+        "git-dev-qwen0.5b",
+        ("-m", "suite=git", "split=dev", "surface=full,dispatcher,preselect,search", f"model={Q05}"),
+        ("docs/results/git.md",),
+    ),
+    Reference(
+        "git-dev-qwen1.5b",
+        ("-m", "suite=git", "split=dev", "surface=full,dispatcher,preselect,search", f"model={Q15}"),
+        ("docs/results/git.md",),
+    ),
+    Reference("guidance-dev", ("-m", "+sweep=guidance"), ("docs/results/guidance.md",)),
+    Reference(
+        "code-dev-qwen1.5b",
+        ("-m", "suite=forge", "split=dev", "surface=code,code_search,code_index", "model=qwen2.5-coder-1.5b-instruct"),
+        ("docs/results/code-mode.md",),
+    ),
+    Reference(
+        "code-dev-qwen0.5b",
+        ("-m", "suite=forge", "split=dev", "surface=code_search,code_index,code", "model=qwen2.5-coder-0.5b-instruct"),
+        ("docs/results/code-mode.md",),
+    ),
+    Reference("workspace-all", ("-m", "+sweep=workspace", "tasks=[]", "split=all"), ("docs/results/workspace.md",)),
+    Reference(
+        "scale-dev-qwen1.5b",
+        ("-m", "+sweep=scale", "model=qwen2.5-coder-1.5b-instruct", "catalog.grow=null,256,1024"),
+        ("docs/results/scale.md",),
+    ),
+    Reference("bfcl-dev-qwen0.5b", ("-m", "+sweep=bfcl", f"model={Q05}"), ("docs/results/bfcl.md",)),
 )  # fmt: skip
 """Every reference run, in the order ``run`` takes them."""
 
@@ -257,11 +292,32 @@ def cmd_pages(check: bool) -> int:
     return 0
 
 
+def other_engine(folder: Path) -> str | None:
+    """The engine of a run folder's cells when it is not the default one (None: default, or no folder yet)."""
+    if not (folder / "run.json").is_file():
+        return None
+    engines = set()
+    for cell in json.loads((folder / "run.json").read_text()).get("cells", []):
+        model = (cell.get("identity") or {}).get("model") or {}
+        if model.get("provider", "local") == "local":
+            engines.add(str(model.get("server") or "llama-cpp-python"))
+    engines.discard("llama-server")
+    return ", ".join(sorted(engines)) or None
+
+
 def cmd_run(names: list[str]) -> int:
     chosen = [r for r in REFERENCES if not names or r.name in names]
     unknown = sorted(set(names) - {r.name for r in REFERENCES})
     if unknown:
         raise SystemExit(f"references: no reference {unknown}; known: {', '.join(r.name for r in REFERENCES)}")
+    for ref in chosen:  # before any model time: a folder of the old engine is moved away, not resumed into
+        other = other_engine(ROOT / RESULTS / ref.name)
+        if other:
+            raise SystemExit(
+                f"references: {RESULTS}/{ref.name} holds runs on {other}; keep them as a record first: "
+                f"git mv {RESULTS}/{ref.name} {RESULTS}/llama-cpp-python/{ref.name} (and point its page's "
+                "old= blocks there)"
+            )
     for i, ref in enumerate(chosen, 1):
         print(f"references: [{i}/{len(chosen)}] {ref.command}", flush=True)
         argv = [sys.executable, "-m", "surfbench", "run", *ref.args, f"results_dir={RESULTS}", f"run={ref.name}"]

@@ -70,3 +70,14 @@ def test_an_unknown_column_names_the_columns_there_are(script):
 def test_every_results_page_and_the_readme_match_their_run_folders():
     module = load_script("references")
     assert module.cmd_pages(check=True) == 0, "a page drifted from its runs: python scripts/references.py pages"
+
+
+def test_run_refuses_to_resume_into_a_folder_of_the_old_engine_before_any_model_time(monkeypatch):
+    """A reference re-measured on the default engine must not mix its cells into the old engine's folder."""
+    module = load_script("references")
+    old = module.Reference("forge-dev-qwen0.5b", ("suite=forge",), ())
+    monkeypatch.setattr(module, "REFERENCES", (old,))
+    monkeypatch.setattr(module.subprocess, "run", lambda *a, **k: pytest.fail("a run started"))
+    with pytest.raises(SystemExit, match=r"holds runs on llama-cpp-python; .*git mv results/reference/forge-dev"):
+        module.cmd_run([])
+    assert module.other_engine(ROOT / RUN) is None  # the default engine's folder resumes
