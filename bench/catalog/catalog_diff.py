@@ -12,6 +12,7 @@ than one that says "breaking".
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -98,6 +99,30 @@ class CatalogDiff:
     def count(self, kind: str) -> int:
         """How many operation changes are of ``kind``."""
         return sum(1 for change in self.changes if change.kind == kind)
+
+
+def _kept_in_order(order: Sequence[str], rank: Mapping[str, int]) -> set[str]:
+    """A longest subsequence of ``order`` whose ``rank`` increases: the operations that did not move.
+
+    Patience sorting, O(n log n); of equally long ones, the one ending earliest in ``order`` at each length.
+    Kept here (not difflib): ``SequenceMatcher`` matches contiguous blocks and is not a longest subsequence.
+    """
+    tails: list[int] = []  # tails[k]: index into order of the smallest rank ending a kept run of length k + 1
+    tail_ranks: list[int] = []  # their ranks, for the search
+    before: list[int] = [-1] * len(order)
+    for i, name in enumerate(order):
+        k = bisect.bisect_left(tail_ranks, rank[name])
+        before[i] = tails[k - 1] if k else -1
+        if k == len(tails):
+            tails.append(i)
+            tail_ranks.append(rank[name])
+        else:
+            tails[k], tail_ranks[k] = i, rank[name]
+    out, i = set(), tails[-1] if tails else -1
+    while i >= 0:
+        out.add(order[i])
+        i = before[i]
+    return out
 
 
 def _common_order_changed(changes: Sequence[OperationChange]) -> bool:
@@ -225,8 +250,9 @@ def diff_catalogs(old: Catalog, new: Catalog, rename_threshold: float = 0.6) -> 
     Operations are matched by name. Of those left over, removed x added pairs whose :func:`rename_score` is at
     least ``rename_threshold`` are paired greedily, highest score first (ties by old name, then new name), as
     ``renamed``; the rest are ``removed`` or ``added``. A matched operation whose description or parameters
-    differ is ``changed``. When the operations common to both catalogs are in another relative order, every
-    other common operation whose index among them moved is ``moved``.
+    differ is ``changed``. When the operations common to both catalogs are in another relative order, the
+    fewest that explain it are ``moved``: every common operation outside a longest sequence kept in the same
+    relative order (one tool moved to the end is one move, not a shift of every tool after it).
 
     Args:
         old: The catalog before.
@@ -267,9 +293,7 @@ def diff_catalogs(old: Catalog, new: Catalog, rename_threshold: float = 0.6) -> 
 
     common_old = [op.name for op in old.operations if op.name in new_index]
     common_new = [op.name for op in new.operations if op.name in old_index]
-    rank_old = {name: i for i, name in enumerate(common_old)}
-    rank_new = {name: i for i, name in enumerate(common_new)}
-    order_changed = common_old != common_new
+    stayed = _kept_in_order(common_old, {name: i for i, name in enumerate(common_new)})
     for name in common_old:
         before, after = old[name], new[name]
         found = tuple(schema_changes(before.parameters, after.parameters))
@@ -277,7 +301,7 @@ def diff_catalogs(old: Catalog, new: Catalog, rename_threshold: float = 0.6) -> 
         positions = (old_index[name], new_index[name])
         if found or described:
             changes.append(OperationChange("changed", name, None, None, described, found, *positions))
-        elif order_changed and rank_old[name] != rank_new[name]:
+        elif name not in stayed:
             changes.append(OperationChange("moved", name, None, None, False, (), *positions))
 
     rank = {kind: i for i, kind in enumerate(OPERATION_KINDS)}

@@ -374,9 +374,9 @@ def test_a_tool_moved_to_the_end_is_moved_and_breaks_nothing(forge: Catalog) -> 
     assert {c.kind for c in diff.changes} == {"moved"}
     moved = by_name(diff)
     assert (moved["branch_list"].old_position, moved["branch_list"].new_position) == (9, len(forge) - 1)
-    # every operation whose index among the common ones changed: branch_list and each one after it
-    assert set(moved) == set(names[names.index("branch_list") :])
-    assert diff.unchanged == names.index("branch_list")
+    # the one operation that moved, not each one after it whose index shifted
+    assert set(moved) == {"branch_list"}
+    assert diff.unchanged == len(names) - 1
     assert f"position 10 -> {len(forge)}" in format_markdown(diff)
 
 
@@ -451,3 +451,13 @@ def test_json_holds_the_counts_and_every_change(forge: Catalog) -> None:
     assert "'due'" in due["detail"]
     assert entries["issue_list"]["schema_changes"][0]["kind"] == "enum_value_removed"
     assert entries["weather_forecast"]["breaking"] is False and entries["weather_forecast"]["old_position"] is None
+
+
+def test_the_fewest_moves_explain_a_reordering() -> None:
+    ops = [Operation(n, f"{n}.", obj({"x": {"type": "string"}})) for n in "abcdef"]
+    by = {op.name: op for op in ops}
+    swapped = small(*(by[n] for n in "abdcef"))  # c and d swapped: one of them moved
+    diff = diff_catalogs(small(*ops), swapped)
+    assert diff.order_changed and len([c for c in diff.changes if c.kind == "moved"]) == 1
+    first_last = small(*(by[n] for n in "bcdefa"))  # the first to the end
+    assert [c.name for c in diff_catalogs(small(*ops), first_last).changes] == ["a"]
