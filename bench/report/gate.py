@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -391,7 +391,13 @@ def _verdict(
     if kind.test == "limit":
         return _limit_verdict(c, cand, model, metric, helps)
     if kind.test == "ratio":
-        return _ratio_verdict(c, cand, model, metric, mine.metric(metric.name), base.metric(metric.name))
+        verdict = _ratio_verdict(c, cand, model, metric, mine.metric(metric.name), base.metric(metric.name))
+        fewest = min(base.episodes, mine.episodes)
+        if verdict.outcome in ("pass", "fail") and fewest < MIN_PASS_PAIRS:
+            # two means over a handful of episodes: said, not refused (docs/sweeps-and-gates.md#gates: the ratio
+            # criteria have no floor, by choice), so that a reader weighs a ratio of 8 episodes as one
+            return replace(verdict, observed=f"{verdict.observed} (over {fewest} episodes)")
+        return verdict
     return _drop_verdict(c, cand, model, metric, pair)
 
 
