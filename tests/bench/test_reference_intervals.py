@@ -17,7 +17,7 @@ import pytest
 from surfbench.bench.report.report_data import collect
 from tests.conftest import ROOT
 
-RUNS = sorted(p.parent for p in (ROOT / "results" / "reference").glob("*/run.json"))
+RUNS = sorted(p.parent for p in (ROOT / "results" / "reference").rglob("run.json"))  # the old engine's too
 
 
 def _intervals(obj: Any, prefix: str) -> list[tuple[str, float, float]]:
