@@ -31,7 +31,9 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--suite", default="forge")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
     parser.add_argument("--surfaces", default="full,preselect,dispatcher", help="comma-separated surface configs")
-    parser.add_argument("--hand", default="results/reference/forge-dev-qwen1.5b", help="run of the hand-written tasks")
+    parser.add_argument(
+        "--hand", default="results/reference/llama-cpp-python/forge-dev-qwen1.5b", help="run of the hand-written tasks"
+    )
     parser.add_argument("--results-dir", default="results/reference")
     parser.add_argument("--run", default="forge-synth-twins-qwen1.5b")
     parser.add_argument("--seed", type=int, default=0, help="seed of the twins' draw")

@@ -134,7 +134,9 @@ def test_accuracy_by_model_size_needs_two_sizes(tmp_path: Path):
 
     one = draw_all(collect([REFERENCE / "forge-dev-qwen0.5b"]), tmp_path)
     assert "accuracy by model size" not in one and not (tmp_path / "by_size.png").exists()
-    two = draw_all(collect([REFERENCE / "forge-dev-qwen0.5b", REFERENCE / "forge-dev-qwen1.5b"]), tmp_path)
+    two = draw_all(
+        collect([REFERENCE / "forge-dev-qwen0.5b", REFERENCE / "llama-cpp-python" / "forge-dev-qwen1.5b"]), tmp_path
+    )
     assert (tmp_path / "by_size.png").stat().st_size > 5000 and "accuracy by model size" in two
 
 
@@ -144,7 +146,7 @@ def test_every_point_on_an_accuracy_axis_has_its_95_percent_interval(tmp_path: P
 
     from surfbench.bench.report.figures import by_size, interval, pareto
 
-    data = collect([REFERENCE / "forge-dev-qwen0.5b", REFERENCE / "forge-dev-qwen1.5b"])
+    data = collect([REFERENCE / "forge-dev-qwen0.5b", REFERENCE / "llama-cpp-python" / "forge-dev-qwen1.5b"])
     for cell in data.cells:  # first-try accuracy: the summary's Wilson interval over expected calls
         value, low, high = interval(cell, "first_try_accuracy") or (None, None, None)
         s = cell.summary

@@ -171,7 +171,7 @@ def test_report_html_of_one_and_of_two_model_sizes(page: Any, tmp_path: Path):
     _, one = write_report([RUN], tmp_path / "front-door", baseline="core")  # the front door's model and surfaces
     figures = check_report(page, one)
     assert "tokens vs accuracy" in figures and "accuracy by model size" not in figures
-    runs = [RUN, REFERENCE / "forge-dev-qwen1.5b"]
+    runs = [RUN, REFERENCE / "llama-cpp-python" / "forge-dev-qwen1.5b"]
     _, two = write_report(runs, tmp_path / "two-sizes")
     assert "accuracy by model size" in check_report(page, two)
 
