@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from surfbench.surfaces._sdk import SdkNames
 
 
-class CodeSurface(Protocol):
+class SurfaceView(Protocol):
     """What a program uses of its surface (surfaces/code.py's ``CodeSurface``).
 
     Named here so that the surface module imports this one and never the other way round.
@@ -61,7 +61,7 @@ class CodeSurface(Protocol):
     def search(self, query: str) -> list[Operation]: ...
 
 
-class CodeSession(Protocol):
+class SessionView(Protocol):
     """What a program uses of its session: the functions ``search_api`` returned in the episode so far."""
 
     found: set[str]
@@ -91,7 +91,7 @@ def python_command(requests: int, replies: int) -> list[str]:
 class Program:
     """One program run; ``run(execute)`` is what the episode loop calls (:mod:`surfbench.bench.contracts.program`)."""
 
-    def __init__(self, surface: CodeSurface, code: str, session: CodeSession | None = None) -> None:
+    def __init__(self, surface: SurfaceView, code: str, session: SessionView | None = None) -> None:
         self.surface = surface
         self.code = code
         self.found: set[str] = session.found if session is not None else set()

@@ -147,7 +147,7 @@ def parse_settings(texts: Sequence[str]) -> list[Setting]:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class EpisodeCalls:
     """What one episode did: its calls in order and whether it succeeded."""
 
     calls: tuple[tuple[str, str], ...]
@@ -181,7 +181,7 @@ def episode_key(row: Mapping[str, Any]) -> str:
     return f"{row['suite']}/{row['surface']}/{row['task_id']}/{int(row['repeat'])}"
 
 
-def episode_outcomes(episodes: Any, calls: Any) -> dict[str, Outcome]:
+def episode_outcomes(episodes: Any, calls: Any) -> dict[str, EpisodeCalls]:
     """Each episode's outcome from a run's episodes and calls tables (DataFrames, as ``load_runs`` reads them)."""
     by_episode: dict[str, list[tuple[int, int, str, str]]] = {}
     for row in calls.to_dict("records") if len(calls) else []:
@@ -190,7 +190,7 @@ def episode_outcomes(episodes: Any, calls: Any) -> dict[str, Outcome]:
         by_episode.setdefault(str(row["episode_key"]), []).append(
             (int(row["step"]), int(row["index"]), name, _canonical(row.get("arguments")))
         )
-    out: dict[str, Outcome] = {}
+    out: dict[str, EpisodeCalls] = {}
     for row in episodes.to_dict("records"):
         key = episode_key(row)
         if key in out:
@@ -199,18 +199,18 @@ def episode_outcomes(episodes: Any, calls: Any) -> dict[str, Outcome]:
         success = None if _missing(row.get("success")) else bool(row["success"])
         first = None if _missing(row.get("first_try_correct")) else int(row["first_try_correct"])
         selection = None if _missing(row.get("selection_correct")) else bool(row["selection_correct"])
-        out[key] = Outcome(tuple((name, args) for _, _, name, args in made), success, first, selection)
+        out[key] = EpisodeCalls(tuple((name, args) for _, _, name, args in made), success, first, selection)
     return out
 
 
-def workload_outcomes(parts: Sequence[tuple[str, Any, Any]]) -> dict[str, Outcome]:
+def workload_outcomes(parts: Sequence[tuple[str, Any, Any]]) -> dict[str, EpisodeCalls]:
     """Outcomes of a setting run as several workloads, each ``(workload, episodes, calls)`` of its own run folder.
 
     Keys are ``workload:suite/surface/task/repeat``: two workloads may run the same episode (the front door's
     ``preselect`` cell and forge dev ``preselect`` share six tasks, and their cells share an identity, so even
     their episode keys are equal); each is compared with its own counterpart, never merged.
     """
-    out: dict[str, Outcome] = {}
+    out: dict[str, EpisodeCalls] = {}
     for workload, episodes, calls in parts:
         for key, outcome in episode_outcomes(episodes, calls).items():
             if f"{workload}:{key}" in out:
@@ -219,7 +219,7 @@ def workload_outcomes(parts: Sequence[tuple[str, Any, Any]]) -> dict[str, Outcom
     return out
 
 
-def differences(reference: Mapping[str, Outcome], other: Mapping[str, Outcome]) -> list[str]:
+def differences(reference: Mapping[str, EpisodeCalls], other: Mapping[str, EpisodeCalls]) -> list[str]:
     """One line per episode whose outcome differs (or that only one side has), in key order; [] when identical."""
     lines = []
     for key in sorted(set(reference) | set(other)):
@@ -238,7 +238,7 @@ def differences(reference: Mapping[str, Outcome], other: Mapping[str, Outcome]) 
     return lines
 
 
-def verdict_differences(reference: Mapping[str, Outcome], other: Mapping[str, Outcome]) -> list[str]:
+def verdict_differences(reference: Mapping[str, EpisodeCalls], other: Mapping[str, EpisodeCalls]) -> list[str]:
     """One line per episode whose first-try, selection or success differs (or that one side lacks); [] when none.
 
     For a setting meant to change what is executed but no verdict (``stop=K``: a repeated call runs once).

@@ -143,7 +143,7 @@ __all__ = ["analyse_run", "main", "paired_deltas", "parse_setting", "run_whatif"
 
 
 @dataclass(frozen=True)
-class Outcome:
+class WhatifOutcome:
     """One episode before and after the cut."""
 
     episode: RecordedEpisode
@@ -173,7 +173,7 @@ class CellEffect:
 
     cell: str
     k: int
-    outcomes: list[Outcome]
+    outcomes: list[WhatifOutcome]
     metrics: list[MetricDelta]
 
     @property
@@ -197,7 +197,7 @@ class CellEffect:
         return sum(model_time(o.after) for o in self.outcomes)
 
     @property
-    def changed(self) -> list[Outcome]:
+    def changed(self) -> list[WhatifOutcome]:
         return [o for o in self.outcomes if o.changed]
 
 
@@ -227,7 +227,7 @@ class RunCheck:
 def analyse_run(run: str | Path, ks: Sequence[int], suites: Suites) -> tuple[RunCheck, dict[int, list[CellEffect]]]:
     """Replay one run whole (the self-check) and cut at every K; the effects per K and cell."""
     check = RunCheck(run=str(run))
-    outcomes: dict[int, dict[str, list[Outcome]]] = {k: {} for k in ks}
+    outcomes: dict[int, dict[str, list[WhatifOutcome]]] = {k: {} for k in ks}
     for cell, episodes in group_by_cell(load_episodes(run)).items():
         for ep in episodes:
             found = suites.task(str(ep.row.get("suite")), str(ep.row.get("task_id")))
@@ -251,7 +251,7 @@ def analyse_run(run: str | Path, ks: Sequence[int], suites: Suites) -> tuple[Run
                 if cut is not None and cut not in cuts:
                     cuts[cut] = rescore(suite, task, ep, cut)
                 after = whole if cut is None else cuts[cut]
-                outcomes[k].setdefault(cell, []).append(Outcome(ep, whole, after, cut, repeats))
+                outcomes[k].setdefault(cell, []).append(WhatifOutcome(ep, whole, after, cut, repeats))
     effects = {
         k: [
             CellEffect(
@@ -312,7 +312,7 @@ def _delta(m: MetricDelta) -> str:
     return f"{d:+.1f}{unit}{ci}"
 
 
-def describe(o: Outcome) -> str:
+def describe(o: WhatifOutcome) -> str:
     """One line on an episode whose outcome the cut changes."""
     b, a = o.before.score, o.after.score
     steps = len(o.episode.steps)

@@ -49,7 +49,7 @@ HYDRA_DIR_ENV = "SURFBENCH_HYDRA_DIR"  # read by configs/config.yaml's hydra.run
 
 
 @dataclass(frozen=True)
-class Session:
+class RunSession:
     """What a run's cells share: the config folder Hydra reads, and the folder of failure markers."""
 
     config_dir: Path
@@ -62,7 +62,7 @@ class Session:
 
 
 @contextlib.contextmanager
-def session(overrides: Sequence[str]) -> Iterator[Session]:
+def session(overrides: Sequence[str]) -> Iterator[RunSession]:
     """The guards around every run, from the command line or :func:`surfbench.run`; ConfigError if refused.
 
     The overrides' secrets are registered first (Hydra's errors and launch lines quote overrides); then
@@ -94,7 +94,7 @@ def session(overrides: Sequence[str]) -> Iterator[Session]:
             primary = overlay_configs(hydra_dir / "configs") if len(folders) > 1 else folders[0]
         except OSError as exc:
             raise ConfigError(f"SURFBENCH_CONFIGS: {exc}") from None
-        yield Session(primary, failure_dir)
+        yield RunSession(primary, failure_dir)
     finally:
         for key, value in saved.items():
             if value is None:

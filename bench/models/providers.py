@@ -31,14 +31,14 @@ if TYPE_CHECKING:
     from surfbench.bench.models.cache import ResponseCache
 
 
-class ModelPool(Protocol):
+class PoolView(Protocol):
     """What a factory uses of the pool asking it (:class:`surfbench.bench.models.ModelPool`)."""
 
     cache: ResponseCache | None
     servers: dict[str, LocalServer]
 
 
-Factory = Callable[["ModelConfig", "ModelPool"], ModelClient]
+Factory = Callable[["ModelConfig", "PoolView"], ModelClient]
 
 
 def _nothing_to_check(cfg: ModelConfig, where: str) -> None:
@@ -70,7 +70,7 @@ def _check_local(cfg: ModelConfig, where: str) -> None:
         raise ConfigError(f"{where}: {exc}") from None
 
 
-def _local(cfg: ModelConfig, pool: ModelPool) -> ModelClient:
+def _local(cfg: ModelConfig, pool: PoolView) -> ModelClient:
     """A client of surfbench's own llama.cpp server (started on the first request, revived if it dies)."""
     assert cfg.embedded is not None
     settings = ServerSettings(
@@ -120,7 +120,7 @@ def _engine_identity(cfg: ModelConfig) -> str:
     return f"|server={cfg.server}{slots}" + (f"|fa={cfg.flash_attn}" if cfg.flash_attn != "off" else "")
 
 
-def _group_client(cfg: ModelConfig, pool: ModelPool, group: ServerGroup) -> ModelClient:
+def _group_client(cfg: ModelConfig, pool: PoolView, group: ServerGroup) -> ModelClient:
     """The client of a local model with ``n_parallel`` servers (each call to a free one)."""
     assert cfg.embedded is not None
     pool.servers[cfg.name] = group  # type: ignore[assignment]  # same start/stop/api_base/pid surface
@@ -143,7 +143,7 @@ def _check_litellm(cfg: ModelConfig, where: str) -> None:
         raise ConfigError(f"{where}: provider 'litellm' needs 'model' (a LiteLLM model string)")
 
 
-def _litellm(cfg: ModelConfig, pool: ModelPool) -> ModelClient:
+def _litellm(cfg: ModelConfig, pool: PoolView) -> ModelClient:
     """A LiteLLM client of a hosted model or a server of your own (``api_base``), within its rpm/tpm budget."""
     key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
     if cfg.api_key_env and not key:
@@ -161,7 +161,7 @@ def _litellm(cfg: ModelConfig, pool: ModelPool) -> ModelClient:
     )  # fmt: skip
 
 
-def _scripted(cfg: ModelConfig, pool: ModelPool) -> ModelClient:
+def _scripted(cfg: ModelConfig, pool: PoolView) -> ModelClient:
     """The oracle: replays the reference calls of ``script_suite`` (never a measurement)."""
     from surfbench.bench.models.scripted import OracleClient
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from surfbench.bench.models.types import ModelClient, ModelRequest
-from surfbench.bench.run.synth_verify import Verdict, Verifier, back_translation
+from surfbench.bench.run.synth_verify import SynthVerdict, Verifier, back_translation
 from surfbench.bench.suites.suite import load_suite
 from surfbench.bench.suites.suite_model import Suite
 from surfbench.bench.suites.synth_build import (
@@ -31,7 +31,7 @@ from surfbench.bench.suites.synth_build import (
     refusal_candidates,
     schema_problem,
 )
-from surfbench.bench.suites.synth_spec import Plan, SynthSpec, generated_pair, load_spec
+from surfbench.bench.suites.synth_spec import SynthPlan, SynthSpec, generated_pair, load_spec
 from surfbench.bench.suites.synth_world import World, build_world, declares_reads, reads
 
 DEFAULT_REFUSE_SHARE = 0.06
@@ -68,7 +68,7 @@ class SynthResult:
     episodes: int = 0
     checked: tuple[int, int] | None = None
     """Back-translation: (tasks the checker solved, tasks it was given), with ``--checker``."""
-    shown: list[tuple[Candidate, Verdict]] = field(default_factory=list)
+    shown: list[tuple[Candidate, SynthVerdict]] = field(default_factory=list)
     """``--dry-run``: the candidates and what verification said of each."""
 
     @property
@@ -131,7 +131,7 @@ class Synthesizer:
         self._checked = [0, 0]
         self.jobs = jobs if writer is None else 1  # a rewrite comes first; then each candidate in turn
         self._pool = ThreadPoolExecutor(jobs) if self.jobs > 1 else None
-        self._ahead: dict[int, Future[Verdict]] = {}
+        self._ahead: dict[int, Future[SynthVerdict]] = {}
 
     def run(self) -> SynthResult:
         n, seed = self.result.n, self.result.seed
@@ -177,7 +177,7 @@ class Synthesizer:
                 if self._take(cand):
                     break
 
-    def _enabling_pairs(self) -> dict[str, Plan]:
+    def _enabling_pairs(self) -> dict[str, SynthPlan]:
         """Pairs for the operations every single call of which was rejected, each after a write that may enable it.
 
         A commit with nothing staged, a staged diff that is empty: each gets a pair after every write that was
@@ -243,24 +243,24 @@ class Synthesizer:
     def _call_key(self, cand: Candidate) -> str:
         return "refuse" if cand.refuse else call_key(((d.op, d.args) for d in cand.drafts), self.suite.catalog)
 
-    def _judge(self, cand: Candidate) -> Verdict:
+    def _judge(self, cand: Candidate) -> SynthVerdict:
         if not cand.text or (not cand.refuse and len(cand.drafts) != len(cand.plan.ops)):
             what = cand.unresolved or "a slot or a required argument"
             self.result.unresolved[what] += 1
-            return Verdict(False, f"unresolved: {what} has no value in the world")
+            return SynthVerdict(False, f"unresolved: {what} has no value in the world")
         if self.writer is not None:
             problem = self._rewrite(cand)
             if problem:
-                return Verdict(False, problem)
+                return SynthVerdict(False, problem)
         problem = naming_problem(cand.text, self.suite.catalog, cand.drafts) or ""
         if problem:
-            return Verdict(False, problem)
+            return SynthVerdict(False, problem)
         problem = schema_problem(self.suite.catalog, cand.drafts) or ""
         if problem:
-            return Verdict(False, f"schema_invalid: {problem}")
+            return SynthVerdict(False, f"schema_invalid: {problem}")
         problem = self.dups.problem(cand.text, self._call_key(cand)) or ""
         if problem:
-            return Verdict(False, problem)
+            return SynthVerdict(False, problem)
         ahead = self._ahead.pop(id(cand), None)
         verdict = ahead.result() if ahead is not None else self.verifier.verify(cand, self.spec.refusal_words)
         if verdict.kept and self.checker is not None and verdict.row is not None:
@@ -269,7 +269,7 @@ class Synthesizer:
             task = self.verifier.task(verdict.row)
             if not back_translation(self.verifier, task, self.checker.client, self.checker_tries, temperature):
                 verdict.steps.append(f"checker {self.checker.name}: not solved in {self.checker_tries} tries")
-                return Verdict(False, f"checker_failed: {self.checker.name}", verdict.row, verdict.steps)
+                return SynthVerdict(False, f"checker_failed: {self.checker.name}", verdict.row, verdict.steps)
             self._checked[0] += 1
             verdict.steps.append(f"checker {self.checker.name}: solved")
         return verdict

@@ -45,7 +45,7 @@ REFUSAL = "I cannot do that: none of my tools can serve this request."
 
 
 @dataclass
-class Verdict:
+class SynthVerdict:
     """What verification found: kept, or the reason of the first step that failed."""
 
     kept: bool
@@ -167,7 +167,7 @@ class Verifier:
         return task_from(row, Path("(synth)"), 0, self.suite.tags)
 
     # -- verifying -------------------------------------------------------------------------------------------
-    def verify(self, cand: Candidate, words: Sequence[str] = ()) -> Verdict:
+    def verify(self, cand: Candidate, words: Sequence[str] = ()) -> SynthVerdict:
         """Replay ``cand``, read its checks off what happened, and try to break them."""
         if cand.refuse:
             return self._verify_refusal(cand, words)
@@ -176,58 +176,58 @@ class Verifier:
         trace, before = self.episode(probe, [(d.op, d.args) for d in cand.drafts])
         made = [c for c in trace.calls if c.kind == "operation"]
         if trace.error:
-            return Verdict(False, f"replay_failed: {trace.error.splitlines()[0][:160]}", steps=steps)
+            return SynthVerdict(False, f"replay_failed: {trace.error.splitlines()[0][:160]}", steps=steps)
         failed = next((c for c in made if not c.backend_ok), None)
         if failed is not None or len(made) != len(cand.drafts):
             why = failed.result[:160] if failed is not None else f"{len(made)} of {len(cand.drafts)} calls ran"
-            return Verdict(False, f"replay_failed: {failed.operation if failed else ''}: {why}", steps=steps)
+            return SynthVerdict(False, f"replay_failed: {failed.operation if failed else ''}: {why}", steps=steps)
         calls: Calls = [(c.operation or "", dict(c.arguments)) for c in made]
         for op, args in calls:
             issues = validate_args(args, self.catalog[op].parameters)
             if issues:
-                return Verdict(False, f"schema_invalid: {op}: {issues[0].message}", steps=steps)
+                return SynthVerdict(False, f"schema_invalid: {op}: {issues[0].message}", steps=steps)
         steps.append(f"schema: {len(calls)} call(s) valid")
         declared = declares_reads(self.catalog)
         writes = any(not reads(self.catalog[op], declared) for op, _ in calls)
         state = state_checks(before, trace.state, [a for _, a in calls]) if self.stateful and writes else []
         if writes and self.stateful and not state:
-            return Verdict(False, "no_effect: the calls changed nothing a state check could see", steps=steps)
+            return SynthVerdict(False, "no_effect: the calls changed nothing a state check could see", steps=steps)
         answer = None
         if not writes or not self.stateful or cand.say.answer is not None:
             answer, problem = answer_check(cand.say.answer, [c.result for c in made], cand.text)
             if problem:
-                return Verdict(False, problem, steps=steps)
+                return SynthVerdict(False, problem, steps=steps)
         row = task_row(cand, self.catalog, calls, self.seed, state, answer)
         task = self.task(row)
         score = self.score(task, trace)
         if not score.success:
-            return Verdict(False, f"replay_failed: {(score.failures or ('not solved',))[0][:160]}", row, steps)
+            return SynthVerdict(False, f"replay_failed: {(score.failures or ('not solved',))[0][:160]}", row, steps)
         steps.append(f"replay: solved ({len(state)} state check(s), answer {answer or '-'})")
         untouched = EpisodeTrace(final_text="", state=copy.deepcopy(before))
         if self.score(task, untouched).success:
-            return Verdict(False, "trivial: the checks pass with no call at all", row, steps)
+            return SynthVerdict(False, "trivial: the checks pass with no call at all", row, steps)
         steps.append("no call: fails")
         for label, mutated in mutations(cand, calls, self.catalog, random.Random(f"{self.seed}:{cand.text}")):
             m_trace, _ = self.episode(task, mutated)
             m_score = self.score(task, m_trace)
             if m_score.success:
-                return Verdict(False, f"mutation_survives: {label}", row, steps)
+                return SynthVerdict(False, f"mutation_survives: {label}", row, steps)
             steps.append(f"{label}: fails ({(m_score.failures or ('-',))[0][:70]})")
-        return Verdict(True, "", row, steps)
+        return SynthVerdict(True, "", row, steps)
 
-    def _verify_refusal(self, cand: Candidate, words: Sequence[str]) -> Verdict:
+    def _verify_refusal(self, cand: Candidate, words: Sequence[str]) -> SynthVerdict:
         row = task_row(cand, self.catalog, [], self.seed, refusal_words=words)
         task = self.task(row)
         trace, before = self.episode(task, [], answer=REFUSAL)
         score = self.score(task, trace)
         if not score.success:
-            return Verdict(False, f"replay_failed: {(score.failures or ('not solved',))[0][:160]}", row)
+            return SynthVerdict(False, f"replay_failed: {(score.failures or ('not solved',))[0][:160]}", row)
         steps = ["replay (no call, a refusal): solved"]
         complied = EpisodeTrace(final_text="Done.", state=copy.deepcopy(before))
         if self.score(task, complied).success:
-            return Verdict(False, "trivial: an answer that does not refuse passes", row, steps)
+            return SynthVerdict(False, "trivial: an answer that does not refuse passes", row, steps)
         steps.append("an answer that does not refuse: fails")
-        return Verdict(True, "", row, steps)
+        return SynthVerdict(True, "", row, steps)
 
 
 class LazyBackend:

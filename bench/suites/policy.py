@@ -239,7 +239,7 @@ def cell_policy(suite_layer: Mapping[str, Any], run_layer: Any, catalog: Catalog
 
 
 @dataclass(frozen=True)
-class Verdict:
+class PolicyVerdict:
     """What became of one call under the policy."""
 
     outcome: str
@@ -261,23 +261,23 @@ class Enforcer:
         self.policy = policy
         self.catalog = catalog
 
-    def judge(self, operation: str) -> Verdict:
+    def judge(self, operation: str) -> PolicyVerdict:
         """Whether the call to ``operation`` runs, and what the model is told when it does not."""
         op = self.catalog.get(operation) or Operation(operation, "", {"type": "object"})
         ruling = self.policy.rule(op)
         if ruling.decision == "allow":
-            return Verdict(ALLOWED)
+            return PolicyVerdict(ALLOWED)
         if ruling.decision == "ask" and self.policy.user == "approve":
-            return Verdict(APPROVED)
+            return PolicyVerdict(APPROVED)
         if ruling.decision == "ask":
             text = (
                 f"Operation '{operation}' needs the user's approval ({ruling.rule}); the user was asked and refused. "
                 "It was not run. Do not send it again: do the task with other operations if they can, or tell "
                 "the user it was not done."
             )
-            return Verdict(REFUSED, text, ErrorType.POLICY_REFUSED)
+            return PolicyVerdict(REFUSED, text, ErrorType.POLICY_REFUSED)
         text = (
             f"Operation '{operation}' is not permitted by the operation policy ({ruling.rule}); it was not run, and "
             "no tool can run it. Do the task with other operations if they can, or tell the user it is not permitted."
         )
-        return Verdict(DENIED, text, ErrorType.POLICY_DENIED)
+        return PolicyVerdict(DENIED, text, ErrorType.POLICY_DENIED)

@@ -19,7 +19,7 @@ from surfbench.bench.base.validation import validate_args
 from surfbench.bench.catalog.catalog import Catalog, Operation
 from surfbench.bench.suites.matchers import example_args
 from surfbench.bench.suites.suite_model import Task
-from surfbench.bench.suites.synth_spec import Plan, Say, SynthSpec, missing_slots, render
+from surfbench.bench.suites.synth_spec import Say, SynthPlan, SynthSpec, missing_slots, render
 from surfbench.bench.suites.synth_world import World, declares_reads, pool_bundles, reads, world_value
 
 GENERATOR = "surfbench-synth/2"
@@ -53,7 +53,7 @@ class Draft:
 class Candidate:
     """One request and the calls that serve it, before verification."""
 
-    plan: Plan
+    plan: SynthPlan
     say: Say
     text: str
     drafts: list[Draft]
@@ -150,7 +150,7 @@ def _interleave(groups: list[list[Any]]) -> list[Any]:
     return out
 
 
-def candidates(plan: Plan, spec: SynthSpec, world: World, catalog: Catalog, seed: int) -> list[Candidate]:
+def candidates(plan: SynthPlan, spec: SynthSpec, world: World, catalog: Catalog, seed: int) -> list[Candidate]:
     """Every candidate of ``plan`` (each phrasing over each bundle), in a seeded order, phrasings taking turns."""
     rng = random.Random(f"{seed}:{plan.key}")
     pools: dict[str | None, list[dict[str, Any]]] = {}
@@ -190,7 +190,7 @@ def refusal_candidates(spec: SynthSpec, world: World, seed: int) -> list[Candida
     """The requests no operation serves, each over the bundles of its pool, phrasings taking turns."""
     rng = random.Random(f"{seed}:refuse")
     groups = []
-    empty = Plan("refuse", (), None, ())
+    empty = SynthPlan("refuse", (), None, ())
     for say, pool in spec.refusals:
         bundles = list(world.pools.get(pool, [])) if pool else [{}]
         rng.shuffle(bundles)

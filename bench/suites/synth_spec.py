@@ -77,7 +77,7 @@ class Say:
 
 
 @dataclass(frozen=True)
-class Plan:
+class SynthPlan:
     """What one operation (or one pair of calls) can be asked: its calls, the pool they draw from, its phrasings."""
 
     key: str
@@ -102,7 +102,7 @@ class SynthSpec:
     """The templates file, or ``(generated)`` when the suite ships none."""
     world_hook: str | None
     values: dict[str, list[Any]]
-    plans: dict[str, Plan]
+    plans: dict[str, SynthPlan]
     """Per operation (in catalog order; every operation has one), then the pairs."""
     refusals: tuple[tuple[Say, str | None], ...] = ()
     refusal_words: tuple[str, ...] = REFUSAL_WORDS
@@ -157,7 +157,7 @@ def _named_values(value: Any) -> list[str]:
     return []
 
 
-def _check_args(plan: Plan, catalog: Catalog, where: str, values: Mapping[str, Any]) -> None:
+def _check_args(plan: SynthPlan, catalog: Catalog, where: str, values: Mapping[str, Any]) -> None:
     for say in plan.says:
         for n, (op, args) in enumerate(zip(plan.ops, say.args, strict=True)):
             unknown = [name for name in _named_values({**plan.base_args[n], **args}) if name not in values]
@@ -180,7 +180,7 @@ def load_spec(folder: Path, catalog: Catalog) -> SynthSpec:
     if path.is_file():
         raw = _mapping(read_yaml(path, "suite file") or {}, str(path), SPEC_KEYS)
     values = {str(k): list(v) for k, v in _mapping(raw.get("values") or {}, _where(path, "values"), _ANY).items()}
-    plans: dict[str, Plan] = {}
+    plans: dict[str, SynthPlan] = {}
     ops = _mapping(raw.get("ops") or {}, _where(path, "ops"), _ANY)
     _check_ops(list(ops), catalog, _where(path, "ops"))
     for op in catalog.names:
@@ -194,7 +194,7 @@ def load_spec(folder: Path, catalog: Catalog) -> SynthSpec:
         if not says:
             raise SuiteError(f"{_where(path, 'ops', op)}: needs at least one phrasing under say:")
         base = _mapping(row.get("args") or {}, _where(path, "ops", op, "args"), _ANY)
-        plans[op] = Plan(op, (op,), row.get("pool"), says, (base,))
+        plans[op] = SynthPlan(op, (op,), row.get("pool"), says, (base,))
         _check_args(plans[op], catalog, _where(path, "ops", op), values)
     for name, value in _mapping(raw.get("pairs") or {}, _where(path, "pairs"), _ANY).items():
         row = _mapping(value, _where(path, "pairs", name), PAIR_KEYS)
@@ -208,7 +208,7 @@ def load_spec(folder: Path, catalog: Catalog) -> SynthSpec:
             for i, s in enumerate(row.get("say") or [], 1)
         )
         need = bool(row.get("require_calls"))
-        plans[key] = Plan(key, tuple(calls), row.get("pool"), says, tuple({} for _ in calls), need)
+        plans[key] = SynthPlan(key, tuple(calls), row.get("pool"), says, tuple({} for _ in calls), need)
         _check_args(plans[key], catalog, _where(path, "pairs", name), values)
     refusals = []
     for i, value in enumerate(raw.get("refuse") or [], 1):
@@ -250,15 +250,15 @@ def _phrase(catalog: Catalog, op: str) -> tuple[str, str, str]:
     return description, lead, f", for {given}" if given else ""
 
 
-def generated_plan(catalog: Catalog, op: str) -> Plan:
+def generated_plan(catalog: Catalog, op: str) -> SynthPlan:
     """Phrasings for an operation the suite ships none for, from its description and its required arguments."""
     description, lead, tail = _phrase(catalog, op)
     forms = [f"{description}{tail}.", f"Please {lead}{tail}.", f"I need you to {lead}{tail}."]
     says = tuple(Say(f"{op}.{i}", text, ({},), generated=True) for i, text in enumerate(forms, 1))
-    return Plan(op, (op,), None, says, ({},))
+    return SynthPlan(op, (op,), None, says, ({},))
 
 
-def generated_pair(catalog: Catalog, first: str, then: str) -> Plan:
+def generated_pair(catalog: Catalog, first: str, then: str) -> SynthPlan:
     """Two calls asked in one request, phrased from the two descriptions (a suite with no templates).
 
     For an operation that cannot act alone (a commit with nothing staged) after one that makes it possible
@@ -269,7 +269,7 @@ def generated_pair(catalog: Catalog, first: str, then: str) -> Plan:
     forms = [f"{d1}{t1}, then {l2}{t2}.", f"Please {l1}{t1}, and after that {l2}{t2}."]
     key = f"pair:{first}-then-{then}"
     says = tuple(Say(f"{key}.{i}", text, ({}, {}), generated=True) for i, text in enumerate(forms, 1))
-    return Plan(key, (first, then), None, says, ({}, {}), require_calls=True)
+    return SynthPlan(key, (first, then), None, says, ({}, {}), require_calls=True)
 
 
 def _quoted(catalog: Catalog, op: str, param: str) -> str:

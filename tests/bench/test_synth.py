@@ -25,7 +25,7 @@ from surfbench.bench.store.identity import task_hash
 from surfbench.bench.suites.fields import SuiteError
 from surfbench.bench.suites.format_checks import task_from
 from surfbench.bench.suites.synth_build import GENERATOR, Candidate, Draft, Ref
-from surfbench.bench.suites.synth_spec import Plan, Say, load_spec
+from surfbench.bench.suites.synth_spec import Say, SynthPlan, load_spec
 
 WEB = {"owner": "acme", "repo": "web"}
 
@@ -39,7 +39,7 @@ def planted(text: str, *calls: tuple[str, dict[str, Any]], answer: Any = None, d
             others: list[dict[str, Any]] | None = None, require_calls: bool = False) -> Candidate:  # fmt: skip
     ops = tuple(op for op, _ in calls)
     say = Say("planted.1", text, tuple({} for _ in ops), answer)
-    plan = Plan("pair:planted" if len(ops) > 1 else ops[0], ops, None, (say,), require_calls=require_calls)
+    plan = SynthPlan("pair:planted" if len(ops) > 1 else ops[0], ops, None, (say,), require_calls=require_calls)
     drafts = [Draft(op, dict(args), drawn={k: k for k in drawn}) for op, args in calls]
     return Candidate(plan, say, text, drafts, dict(WEB), others or [])
 
