@@ -88,3 +88,15 @@ def test_no_package_module_is_over_500_lines():
     )
     print("longest modules:", sizes[:5])
     assert [s for s in sizes if s[0] > MAX_LINES] == [], f"longest: {sizes[:5]}"
+
+
+def test_every_class_name_in_the_core_and_the_surfaces_is_unique():
+    """A class is found by its name (grep, a traceback, a review): two ``Verdict``s or two ``Session``s in
+    bench/ and surfaces/ send a reader to the wrong one (issue 53)."""
+    seen: dict[str, list[str]] = {}
+    for folder in ("bench", "surfaces"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.parse(path.read_text()).body:
+                if isinstance(node, ast.ClassDef):
+                    seen.setdefault(node.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: where for name, where in seen.items() if len(where) > 1} == {}
