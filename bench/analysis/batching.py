@@ -15,11 +15,11 @@ What it needs beyond running lives here, so that it is tested without a model:
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from surfbench.bench.base.values import missing as _missing
 from surfbench.bench.models.spec import FLASH_ATTN
 
 ENGINES = {
@@ -170,10 +170,6 @@ def _canonical(arguments: Any) -> str:
         except ValueError:
             return arguments
     return json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def episode_key(row: Mapping[str, Any]) -> str:

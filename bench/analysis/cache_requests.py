@@ -12,13 +12,14 @@ time, in the order their rows were stored). An episode without a transcript is l
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.analysis.cache_model import CacheCell, Request, Segment, StepCache, simulate, summarize
+from surfbench.bench.base.values import decoded
+from surfbench.bench.base.values import missing as _missing
 from surfbench.bench.models.cache_profiles import PROFILES, CacheProfile, ProfilePrices, profile, profile_prices
 from surfbench.bench.models.segments import SYSTEM, TOOLS, digest, message_segment, text_tokens
 from surfbench.bench.store.results import key_stem
@@ -53,10 +54,6 @@ class CellRequests:
     """The model config's ``cache_profiles`` (run.json), if it had any."""
 
 
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
 def _int(value: Any, default: int = 0) -> int:
     return default if _missing(value) else int(value)
 
@@ -64,7 +61,7 @@ def _int(value: Any, default: int = 0) -> int:
 def _recorded(raw: Any) -> list[Segment] | None:
     if _missing(raw):
         return None
-    items = json.loads(raw) if isinstance(raw, str) else raw
+    items = decoded(raw)
     return [Segment(str(part), str(dig), float(tokens)) for part, dig, tokens in items]
 
 

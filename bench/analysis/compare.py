@@ -7,13 +7,13 @@ accuracy. Both keep the pairing, which a per-surface interval would throw away.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.analysis.power import mde_from_interval, mde_paired
+from surfbench.bench.base.values import decoded
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -103,7 +103,7 @@ def mcnemar_exact(b: int, c: int) -> float | None:
 
 def _tries(row: Mapping[str, Any], ops: set[str] | None) -> tuple[int, int]:
     raw = row["first_tries"]
-    items = json.loads(raw) if isinstance(raw, str) else raw
+    items = decoded(raw)
     chosen = [ft for ft in items if ops is None or ft["op"] in ops]
     return sum(1 for ft in chosen if ft["correct"]), len(chosen)
 

@@ -7,7 +7,6 @@ lm-evaluation-harness lesson).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -15,6 +14,8 @@ from typing import Any, Literal
 
 from surfbench.bench.analysis.credit import credit_fields
 from surfbench.bench.analysis.instances import instance_fields
+from surfbench.bench.base.values import decoded
+from surfbench.bench.base.values import missing as _missing
 from surfbench.bench.score.scorer import does_not_fit, is_context_overflow
 from surfbench.bench.store.tables import CellSummary
 
@@ -135,10 +136,6 @@ def _mean(values: Iterable[Any]) -> float | None:
     return sum(clean) / len(clean) if clean else None
 
 
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or str(value) == "<NA>"
-
-
 def summarize_cell(rows: list[Mapping[str, Any]]) -> CellSummary:
     """The cell's aggregate numbers from its episode rows (dicts or DataFrame records)."""
     expected = sum(int(r["expected_calls"]) for r in rows)
@@ -218,7 +215,7 @@ def per_operation(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int
     out: dict[str, list[int]] = {}
     for r in rows:
         tries = r["first_tries"]
-        for ft in json.loads(tries) if isinstance(tries, str) else tries:
+        for ft in decoded(tries):
             slot = out.setdefault(ft["op"], [0, 0])
             slot[0] += 1 if ft["correct"] else 0
             slot[1] += 1

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from surfbench.bench.analysis.compare import PAIR_KEYS
 from surfbench.bench.analysis.metrics import Metric
 from surfbench.bench.base.bounded import ReadRefused, read_text
+from surfbench.bench.base.values import decoded
 from surfbench.bench.store.results import ResultsError
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def _number(value: Any) -> float | None:
 
 def _first_tries(row: Mapping[str, Any], ops: set[str] | None) -> tuple[int, int]:
     raw = row["first_tries"]
-    items = json.loads(raw) if isinstance(raw, str) else raw
+    items = decoded(raw)
     chosen = [ft for ft in items if ops is None or ft["op"] in ops]
     return sum(1 for ft in chosen if ft["correct"]), len(chosen)
 

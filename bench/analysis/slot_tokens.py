@@ -25,13 +25,13 @@ requests (tests/bench/test_slot_check_recorded.py).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.analysis.cache_requests import Transcripts, run_folders, transcript_messages
 from surfbench.bench.analysis.slot_check import SlotComparison, compare_tokens
+from surfbench.bench.base.values import missing as _missing
 from surfbench.bench.contracts.surface import ToolSpec
 from surfbench.bench.models.local import ModelUnavailable, embedded, require
 from surfbench.bench.models.prompting import prompted_messages
@@ -101,10 +101,6 @@ class GGUFChat:
         """
         ids = self.tokenize(text, special=False) if text else []
         return [*ids, self.vocab.token_eos()] if stopped else ids
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def model_gguf(cell: RecordedCell) -> Path:

@@ -49,6 +49,7 @@ from surfbench.bench.analysis.compare import Paired, paired_comparisons
 from surfbench.bench.analysis.metrics import METRICS, Metric, summarize_cell
 from surfbench.bench.analysis.sequential import BATCH
 from surfbench.bench.base.config import ConfigError
+from surfbench.bench.base.values import decoded
 from surfbench.bench.catalog.limits import recorded_originals
 from surfbench.bench.report.gate_criteria import KINDS, Criterion, load_criteria
 from surfbench.bench.report.gate_exit import EXIT as EXIT
@@ -259,7 +260,7 @@ def criterion_subsets(frame: pd.DataFrame, criteria: list[Criterion]) -> dict[An
     A suite a criterion names (``suite: forge_instances``) is that criterion's evidence only: the criteria that name
     none judge the episodes of the other suites, so adding a suite-specific criterion changes no other verdict.
     """
-    tags = [set(json.loads(t) if isinstance(t, str) else t) for t in frame["tags"]]  # stored as JSON text
+    tags = [set(decoded(t)) for t in frame["tags"]]  # stored as JSON text
     suites = [str(s) for s in frame["suite"]]
     claimed = claimed_suites(criteria)
 

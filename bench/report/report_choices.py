@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.analysis.metrics import fmt
 from surfbench.bench.base.taxonomy import ErrorType
+from surfbench.bench.base.values import decoded
 from surfbench.bench.suites.expected import OneOfCall
 from surfbench.bench.suites.suite_model import Suite
 
@@ -47,7 +48,7 @@ class AlternativePicks:
 
 
 def _tries(raw: Any) -> list[Mapping[str, Any]]:
-    return list(json.loads(raw) if isinstance(raw, str) else (raw if raw is not None else []))
+    return list(decoded(raw) if raw is not None else [])
 
 
 Choices = dict[tuple[str, str], list[tuple[int, tuple[str, ...]]]]

@@ -6,7 +6,6 @@ Cells, paired comparisons, per-operation accuracy and error types; rendered by :
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -20,6 +19,7 @@ from surfbench.bench.analysis.metrics import METRICS, fmt, per_operation, show, 
 from surfbench.bench.analysis.multicall import MultiCallRow, multicall_rows
 from surfbench.bench.analysis.power import PassK, pass_k
 from surfbench.bench.base.config import ConfigError
+from surfbench.bench.base.values import decoded
 from surfbench.bench.catalog.limits import recorded_originals
 from surfbench.bench.report.cache_section import PROFILE_NAMES, effective_head, effective_text
 from surfbench.bench.report.report_choices import AlternativePicks, access_split, alternative_picks, catalog_facts
@@ -219,7 +219,7 @@ def error_counts(column: pd.Series) -> tuple[int, dict[str, int]]:
     n = 0
     for raw in column:
         n += 1
-        types = json.loads(raw) if isinstance(raw, str) else list(raw if raw is not None else [])
+        types = list(decoded(raw) if raw is not None else [])
         for name in set(types):
             counts[name] = counts.get(name, 0) + 1
     return n, counts

@@ -14,13 +14,13 @@ Reports and gates read a run through :func:`load_current`, never through today's
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.base.bounded import ReadRefused, read_text
+from surfbench.bench.base.values import missing as _missing
 from surfbench.bench.store.evidence import check_cells, check_episode_parts, check_rows_recorded
 from surfbench.bench.store.results import ResultsError, RunStore, load_runs
 from surfbench.bench.store.transcripts import drop_transcripts
@@ -69,10 +69,6 @@ def latest_cells(info: dict[str, Any]) -> dict[tuple[str, ...], dict[str, Any]]:
 def cell_by_id(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The run's recorded cells by cell id (cells recorded before ids are left out)."""
     return {str(c["cell_id"]): c for c in info["cells"] if isinstance(c, dict) and c.get("cell_id")}
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def stale_mask(frame: pd.DataFrame, info: dict[str, Any]) -> pd.Series:
