@@ -34,6 +34,7 @@ from surfbench.bench.base.config import (
     surface_config,
 )
 from surfbench.bench.catalog.catalog import Catalog, CatalogError
+from surfbench.bench.cli.scale_cli import comma_ints
 from surfbench.bench.mcp.spec import STARTUP_TIMEOUT_S
 
 if TYPE_CHECKING:
@@ -231,18 +232,6 @@ def _diff(args: argparse.Namespace) -> int:
     return gate.exit_code if gate is not None else 0
 
 
-def _ints(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: expected whole numbers separated by commas, e.g. 1,3,5,10"
-        ) from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: every value must be 1 or more")
-    return values
-
-
 def _budget(text: str) -> int:
     try:
         value = int(text)
@@ -298,7 +287,7 @@ def add_diff_command(sub: Any) -> None:
     p.add_argument("--suite", default=None, help="a suite name or folder: its tasks' expected calls and retrieval")
     p.add_argument("--split", default="all", choices=[*SPLITS, "all"], help="the suite's tasks of this split")
     p.add_argument("--retriever", default="bm25,embedding", help="retrievers of the funnel (default bm25,embedding)")
-    p.add_argument("--k", type=_ints, default=[1, 3, 5, 10], help="cut-offs for recall@k (default 1,3,5,10)")
+    p.add_argument("--k", type=comma_ints, default=[1, 3, 5, 10], help="cut-offs for recall@k (default 1,3,5,10)")
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown (a PR comment), json")
     p.add_argument("--json", action="store_true", help="the same as --format json")
     p.add_argument("--out", type=out_file, default=None, help="also write the output to this file")

@@ -12,7 +12,8 @@ from typing import Any
 from surfbench.bench.base.atomic import out_file, write_atomic
 
 
-def _ints(text: str) -> list[int]:
+def comma_ints(text: str) -> list[int]:
+    """An argparse type: ``1,3,5,10`` as whole numbers, each 1 or more (``retrieval --k``, ``diff --k``)."""
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
@@ -29,7 +30,7 @@ def add_scale_commands(sub: Any) -> None:
     p = sub.add_parser("retrieval", help="recall@k, MRR, nDCG@10 of the retrievers on a suite's tasks (no model)")
     p.add_argument("--suite", required=True, help="suite name or folder (e.g. forge)")
     p.add_argument("--retriever", default="bm25,embedding", help="comma-separated: bm25, embedding (embed), hybrid")
-    p.add_argument("--k", type=_ints, default=[1, 3, 5, 10], help="cut-offs for recall@k (default 1,3,5,10)")
+    p.add_argument("--k", type=comma_ints, default=[1, 3, 5, 10], help="cut-offs for recall@k (default 1,3,5,10)")
     p.add_argument("--grow", type=int, default=None, metavar="N", help="grow the catalog to N operations first")
     p.add_argument("--seed", type=int, default=0, help="seed of the distractor draw (with --grow)")
     from surfbench.bench.suites.suite_model import SPLITS

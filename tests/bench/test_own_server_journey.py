@@ -23,28 +23,11 @@ import yaml
 
 from surfbench.bench.cli.cli import main as cli_main
 from surfbench.bench.store.results import load_runs
+from tests.bench.test_synth_graph import SEED, STATE_PY
 from tests.conftest import FIXTURES
 
 GRAPH_SERVER = FIXTURES / "mcp_servers" / "graph_server.py"
 MODULE = "graph_memory_server"  # the server's module name inside the user's venv, as `-m mcp_server_git`
-SEED = [
-    {"type": "entity", "name": "Bob", "entityType": "person", "observations": ["likes tea"]},
-    {"type": "entity", "name": "Acme", "entityType": "company", "observations": ["makes anvils"]},
-    {"type": "entity", "name": "Carol", "entityType": "person", "observations": ["speaks Dutch"]},
-    {"type": "relation", "from": "Bob", "to": "Acme", "relationType": "works_at"},
-    {"type": "relation", "from": "Carol", "to": "Acme", "relationType": "works_at"},
-]
-STATE_PY = """import json
-from pathlib import Path
-
-
-def graph(workdir):
-    rows = [json.loads(x) for x in (Path(workdir) / "memory.jsonl").read_text().splitlines() if x.strip()]
-    return {
-        "entities": {r["name"]: {k: v for k, v in r.items() if k != "type"} for r in rows if r["type"] == "entity"},
-        "relations": [{k: v for k, v in r.items() if k != "type"} for r in rows if r["type"] == "relation"],
-    }
-"""
 
 
 def digest(folder: Path) -> dict[str, str]:

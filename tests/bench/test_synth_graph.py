@@ -44,13 +44,12 @@ def graph(workdir):
 """
 
 
-@pytest.fixture(scope="module")
-def journey(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, bytes]:
-    root = tmp_path_factory.mktemp("graph")
+def graph_suite(root: Path) -> tuple[Path, Path, dict]:
+    """``root/seed`` holding SEED, and ``root/mem`` made by ``init --mcp`` over the graph server started through
+    ``env MEMORY_FILE_PATH=...``, with its state function: (suite, seed, its suite.yaml as read back)."""
     seed = root / "seed"
     seed.mkdir()
     (seed / "memory.jsonl").write_text("".join(json.dumps(r) + "\n" for r in SEED))
-    before = (seed / "memory.jsonl").read_bytes()
     suite = root / "mem"
     command = f"env MEMORY_FILE_PATH={seed}/memory.jsonl {sys.executable} {GRAPH_SERVER}"
     assert cli_main(["init", "--mcp", command, "--fixture", str(seed), str(suite)]) == 0
@@ -58,6 +57,13 @@ def journey(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, bytes
     config = yaml.safe_load((suite / "suite.yaml").read_text())
     config["backend_options"] = {"state": "state.py:graph"}
     (suite / "suite.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return suite, seed, config
+
+
+@pytest.fixture(scope="module")
+def journey(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, bytes]:
+    suite, seed, config = graph_suite(tmp_path_factory.mktemp("graph"))
+    before = (seed / "memory.jsonl").read_bytes()
     assert cli_main(["synth", str(suite), "--n", "12", "--seed", "0", "--progress", "plain"]) == 0
     config["tasks"] = [*config["tasks"], "synth/tasks.jsonl"]
     (suite / "suite.yaml").write_text(yaml.safe_dump(config, sort_keys=False))

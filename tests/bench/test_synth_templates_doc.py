@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from surfbench.bench.cli.cli import main as cli_main
-from tests.bench.test_synth_graph import SEED, STATE_PY
-from tests.conftest import FIXTURES, ROOT
+from tests.bench.test_synth_graph import graph_suite
+from tests.conftest import ROOT
 
 DOCS = ROOT / "docs" / "suites.md"
-GRAPH_SERVER = FIXTURES / "mcp_servers" / "graph_server.py"
 
 
 def block(marker: str) -> str:
@@ -31,16 +28,7 @@ def block(marker: str) -> str:
 def test_the_documented_templates_make_verified_tasks_for_each_template_and_the_pair(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    seed = tmp_path / "seed"
-    seed.mkdir()
-    (seed / "memory.jsonl").write_text("".join(json.dumps(r) + "\n" for r in SEED))
-    suite = tmp_path / "mem"
-    command = f"env MEMORY_FILE_PATH={seed}/memory.jsonl {sys.executable} {GRAPH_SERVER}"
-    assert cli_main(["init", "--mcp", command, "--fixture", str(seed), str(suite)]) == 0
-    (suite / "state.py").write_text(STATE_PY)
-    config = yaml.safe_load((suite / "suite.yaml").read_text())
-    config["backend_options"] = {"state": "state.py:graph"}
-    (suite / "suite.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    suite, _, _ = graph_suite(tmp_path)
     (suite / "synth").mkdir()
     (suite / "synth" / "world.py").write_text(block("world.py"))
     (suite / "synth" / "templates.yaml").write_text(block("templates.yaml"))
