@@ -23,7 +23,7 @@ other section is kept) and prints the rows for docs/benchmarks.md. Run it alone 
         [--limit N] [--busy] [--model NAME] [--dry-run]
 
 A setting is ``ENGINE[:SLOTS][:t=THREADS][:tb=BATCH_THREADS][:poll=0-100][:wait=passive|active][:fa=off|on|auto]``
-(bench/analysis/batching.py); ``--settings llama-server:1 llama-server:1:fa=on`` is flash attention's episode-level
+(bench/serverbench/batching.py); ``--settings llama-server:1 llama-server:1:fa=on`` is flash attention's episode-level
 identity check.
 """
 
@@ -207,7 +207,7 @@ def main() -> int:
     if args.limit is not None and args.limit < 1:
         parser.error("--limit must be 1 or more")
 
-    from surfbench.bench.analysis.batching import (
+    from surfbench.bench.serverbench.batching import (
         BUSY_SETTINGS,
         DEFAULT_SETTINGS,
         best_setting,

@@ -22,8 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from surfbench.bench.mcp.backend import McpBackend
-from surfbench.bench.mcp.spec import ServerSpec
+from surfbench.bench.mcp.mcp_backend import McpBackend
+from surfbench.bench.mcp.mcp_spec import ServerSpec
 from surfbench.tasks.forge.backend import ForgeBackend
 
 TARGET_MS = 5.0

@@ -39,9 +39,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=1, help="timed runs of the command; the best counts (default 1)")
     args = parser.parse_args()
     from surfbench.bench.catalog.pool import load_pool
-    from surfbench.bench.run.synth_run import largest_remainder
     from surfbench.bench.suites.grow import grow_catalog
     from surfbench.bench.suites.suite import load_suite
+    from surfbench.bench.synth.synth_run import largest_remainder
 
     pool = load_pool()
     big = grow_catalog(load_suite("forge").catalog, SIZE, 0, pool.operations)

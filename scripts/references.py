@@ -205,7 +205,7 @@ def gate(params: Mapping[str, str], where: str) -> str:
         raise SystemExit(f"references: {where}: criteria={params.get('criteria')}: no such file")
     runs = _runs(params, where)
     if params.get("sequential") == "true":
-        from surfbench.bench.report.sequential_gate import format_sequential, judge_sequential
+        from surfbench.bench.sequential.sequential_gate import format_sequential, judge_sequential
 
         text = format_sequential(judge_sequential(criteria, runs))
     else:

@@ -3,7 +3,7 @@
     python scripts/synth_proxy.py                 # run the twins (resumes), then print and write the comparison
     python scripts/synth_proxy.py --dry-run       # the twins only: which synthesized task stands for which
 
-Draws one synthesized twin per hand-written task of the suite's dev split (bench/suites/synth_twins.py: the
+Draws one synthesized twin per hand-written task of the suite's dev split (bench/synth/synth_twins.py: the
 same operations, seeded), runs the surfaces on the twins into ``RESULTS_DIR/RUN`` (``surfbench.run``: resumable,
 the response cache reused) and compares each surface's success and first-try argument accuracy, with 95% Wilson
 intervals, against a run of the hand-written tasks (default: the 1.5B forge dev reference), on the hand-written
@@ -23,7 +23,7 @@ from typing import Any
 import surfbench
 from surfbench.bench.analysis.metrics import summarize_cell, wilson
 from surfbench.bench.suites.suite import load_suite
-from surfbench.bench.suites.synth_twins import Twin, draw_twins
+from surfbench.bench.synth.synth_twins import Twin, draw_twins
 
 
 def arguments(argv: list[str] | None = None) -> argparse.Namespace:

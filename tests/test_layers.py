@@ -8,6 +8,12 @@ one. Every import counts: module-level, inside a function, and under ``TYPE_CHEC
 names a later stage is an arrow against the flow all the same). Surfaces may import only the stages up to
 the contracts; suites up to the suite format. A module directly in ``bench/`` fails the test: it belongs
 in the package of its stage.
+
+Beside the stages, a **feature room** (``bench/<room>/``, :data:`ROOMS`) holds one feature that would
+otherwise be cut across them (task synthesis, sequential decisions, the server's benchmarks). A room
+stands after the core: it may import every stage but the front ends (``cli``), and another room only where
+:data:`ROOM_IMPORTS` declares it; no stage imports a room but ``cli``, which drives them all, and neither
+surfaces nor suites import one.
 """
 
 from __future__ import annotations
@@ -29,6 +35,23 @@ line, ``surfbench.run``, Hydra's composition) come last, as they drive every sta
 KEPT = {"sandbox": "base", "mcp": "suites", "models": "models"}
 """Packages of the core that are not named after their stage: the sandbox, live MCP servers, model clients."""
 
+
+ROOMS = {
+    "synth": "task synthesis (surfbench synth): templates, world, candidates and their verification through the "
+    "real loop and scorer, cut across suites, run and cli before",
+    "sequential": "sequential decisions (gate --sequential, run until_decided=GATE): the always-valid test, its "
+    "pairs, gate and runs, cut across analysis, report and cli before",
+    "serverbench": "the local server's benchmarks and checks (scripts/bench_*.py): batching, the slot cache check; "
+    "no user metric, so not in the analysis stage",
+}
+"""Feature rooms, each with why it is one: a package that imports every core stage but ``cli``, and that only
+``cli`` imports among the core."""
+
+ROOM_IMPORTS: dict[str, frozenset[str]] = {}
+"""The other rooms a room may import, each pair declared here (none so far)."""
+
+FRONT = ORDER[-1]
+"""The front ends: the one stage that may import a room, and the one stage a room may not import."""
 
 OUTSIDE_CORE = {"surfaces": "contracts", "tasks": "suites"}
 """The latest core stage a surface module or a suite's module may import."""
@@ -73,17 +96,22 @@ def imports(path: Path, known: set[str]) -> set[str]:
 
 
 def stage_of(names: set[str] | None = None) -> dict[str, str]:
-    """Module -> stage, from its package: ``surfbench.bench.store.results`` is of the store stage."""
+    """Module -> stage or room, from its package: ``surfbench.bench.store.results`` is of the store stage,
+    ``surfbench.bench.synth.synth_run`` of the synth room."""
     out = {"surfbench.bench": "base"}
     for name in names if names is not None else set(modules()):
         parts = name.split(".")
         if parts[:2] != ["surfbench", "bench"] or len(parts) < 3:
             continue
         package = parts[2]
-        stage = package if package in ORDER else KEPT.get(package)
+        stage = package if package in ORDER or package in ROOMS else KEPT.get(package)
         if stage is not None:
             out[name] = stage
     return out
+
+
+def shown(stage: str) -> str:
+    return f"{stage} room" if stage in ROOMS else stage
 
 
 def graph() -> dict[str, set[str]]:
@@ -92,18 +120,34 @@ def graph() -> dict[str, set[str]]:
     return {name: imports(path, known) - {name} for name, path in found.items()}
 
 
-def arrows_against_the_flow(edges: dict[str, set[str]], stages: dict[str, str]) -> list[str]:
+def allowed(src_stage: str, dst_stage: str, declared: dict[str, frozenset[str]]) -> bool:
+    """Whether a module of ``src_stage`` (a stage, a room, or the latest stage a surface or suite may import)
+    may import one of ``dst_stage``."""
     rank = {s: i for i, s in enumerate(ORDER)}
+    if src_stage in ROOMS:
+        if dst_stage in ROOMS:
+            return dst_stage == src_stage or dst_stage in declared.get(src_stage, frozenset())
+        return dst_stage != FRONT
+    if dst_stage in ROOMS:
+        return src_stage == FRONT
+    return rank[dst_stage] <= rank[src_stage]
+
+
+def arrows_against_the_flow(
+    edges: dict[str, set[str]], stages: dict[str, str], declared: dict[str, frozenset[str]] = ROOM_IMPORTS
+) -> list[str]:
+    """Every import from a stage to a later one, between a stage and a room the wrong way, or between two rooms
+    ``declared`` does not pair (room -> the rooms it may import)."""
     bad = []
     for src, dsts in sorted(edges.items()):
         top = src.split(".")[1]
-        limit = rank[stages[src]] if top == "bench" else rank[OUTSIDE_CORE[top]]
+        limit = stages[src] if top == "bench" else OUTSIDE_CORE[top]
         for dst in sorted(dsts):
             if not dst.startswith("surfbench.bench") or (src, dst) in EXCEPTIONS:
                 continue
-            if rank[stages[dst]] > limit:
-                where = stages.get(src, f"a {top} module")
-                bad.append(f"{src} ({where}) imports {dst} ({stages[dst]})")
+            if not allowed(limit, stages[dst], declared):
+                where = shown(stages[src]) if src in stages else f"a {top} module"
+                bad.append(f"{src} ({where}) imports {dst} ({shown(stages[dst])})")
     return bad
 
 
@@ -156,12 +200,17 @@ def test_every_core_module_is_in_a_stage_package():
     core = {name for name in modules() if name.startswith("surfbench.bench")}
     loose = sorted(core - set(stage_of()))
     assert not loose, f"modules outside every stage package (move each into bench/<stage>/): {loose}"
-    assert set(ORDER) <= {name.split(".")[2] for name in core if name.count(".") >= 2}, "a stage has no package"
+    packages = {name.split(".")[2] for name in core if name.count(".") >= 2}
+    assert set(ORDER) <= packages, "a stage has no package"
+    assert set(ROOMS) <= packages, "a room has no package"
+    assert not set(ROOMS) & (set(ORDER) | set(KEPT)), "a room is named like a stage"
+    assert set(ROOM_IMPORTS) | {r for rooms in ROOM_IMPORTS.values() for r in rooms} <= set(ROOMS), "not a room"
 
 
 def test_a_loose_module_has_no_stage():
     assert "surfbench.bench.helpers" not in stage_of({"surfbench.bench.helpers", "surfbench.bench.store.results"})
-    assert stage_of({"surfbench.bench.mcp.client"})["surfbench.bench.mcp.client"] == "suites"
+    assert stage_of({"surfbench.bench.mcp.mcp_client"})["surfbench.bench.mcp.mcp_client"] == "suites"
+    assert stage_of({"surfbench.bench.synth.synth_run"})["surfbench.bench.synth.synth_run"] == "synth"
 
 
 def test_every_import_goes_along_the_flow():
@@ -192,6 +241,30 @@ def test_the_test_catches_a_planted_arrow_and_a_planted_cycle():
         "surfbench.bench.report.gate": edges["surfbench.bench.report.gate"] | {"surfbench.bench.catalog.catalog"},
     }
     assert any({"surfbench.bench.catalog.catalog", "surfbench.bench.report.gate"} <= set(c) for c in cycles(looped))
+
+
+def test_the_test_catches_a_stage_importing_a_room_and_a_room_importing_the_front_ends():
+    edges = graph()
+    stages = stage_of()
+    gate, test = "surfbench.bench.report.gate", "surfbench.bench.sequential.sequential"
+    from_core = {**edges, gate: edges[gate] | {test}}
+    assert f"{gate} (report) imports {test} (sequential room)" in arrows_against_the_flow(from_core, stages)
+    front = "surfbench.bench.cli.cli"  # the front ends may import a room
+    from_front = {**edges, front: edges[front] | {test}}
+    assert not [line for line in arrows_against_the_flow(from_front, stages) if line.startswith(f"{front} ")]
+    surface = {**edges, "surfbench.surfaces.full": edges["surfbench.surfaces.full"] | {test}}
+    assert any(line.startswith("surfbench.surfaces.full ") for line in arrows_against_the_flow(surface, stages))
+
+    synth, session = "surfbench.bench.synth.synth_run", "surfbench.bench.cli.session"
+    to_front = {**edges, synth: edges[synth] | {session}}
+    assert f"{synth} (synth room) imports {session} (cli)" in arrows_against_the_flow(to_front, stages)
+    late = {**edges, synth: edges[synth] | {"surfbench.bench.report.gate"}}  # any core stage but the front ends
+    assert not [line for line in arrows_against_the_flow(late, stages) if line.startswith(f"{synth} ")]
+
+    to_room = {**edges, synth: edges[synth] | {test}}
+    line = f"{synth} (synth room) imports {test} (sequential room)"
+    assert line in arrows_against_the_flow(to_room, stages)
+    assert line not in arrows_against_the_flow(to_room, stages, {"synth": frozenset({"sequential"})})
 
 
 @pytest.mark.parametrize(

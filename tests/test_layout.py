@@ -100,3 +100,16 @@ def test_every_class_name_in_the_core_and_the_surfaces_is_unique():
                 if isinstance(node, ast.ClassDef):
                     seen.setdefault(node.name, []).append(str(path.relative_to(ROOT)))
     assert {name: where for name, where in seen.items() if len(where) > 1} == {}
+
+
+def test_every_module_file_name_in_the_core_is_unique():
+    """A module is found by its file name (an editor's file search, a traceback's last part, a review): two
+    ``client.py``s or two ``server.py``s in bench/ send a reader to the wrong one (issue 53). Package markers
+    (``__init__.py``, ``__main__.py``) are the one exception."""
+    seen: dict[str, list[str]] = {}
+    for path in _modules("bench"):
+        if path.name not in ("__init__.py", "__main__.py"):
+            seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    duplicates = {name: where for name, where in seen.items() if len(where) > 1}
+    print("module file names used more than once:", duplicates)
+    assert duplicates == {}, f"module file names used more than once in bench/: {duplicates}"

@@ -20,7 +20,7 @@ cold. Per step (:class:`StepCache`): tokens served, written and computed (their 
 prefix changed since the episode's previous request (a *cache break*: where, and the tokens it cost).
 :func:`summarize` makes a cell's numbers (:class:`CacheCell`). :func:`slot_cache_counts` replays exact token ids,
 which is what llama-server's own counts (``timings.cache_n``) are checked against
-(:mod:`surfbench.bench.analysis.slot_check`).
+(:mod:`surfbench.bench.serverbench.slot_check`).
 """
 
 from __future__ import annotations

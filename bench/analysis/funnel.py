@@ -1,16 +1,19 @@
 """The retrieval funnel and the scale axis of a report, from recorded runs.
 
-For the retrieval surfaces (``preselect``, ``search``, ``lazy``, and ``code`` with ``sdk: search``) each
-episode's funnel is: were the task's expected operations among what the surface showed or returned
-(retrieved, recall), at what rank (MRR), then did the model pick the right one (selection), with right
-arguments (first try), and did the task succeed. Everything is read from the run folder (records v2,
-bench.store.recorded): the episode's ``expected_ops``; ``preselect``'s first step's ``operations_shown`` (in rank
-order); the ranked ``hits`` of ``search``'s search calls, ``lazy``'s load calls and code mode's ``search_api``
-calls (inside the program); the catalog's size from the run's catalogs table. An episode that showed nothing
-at all is counted and named (zero shown): retrieval, not the model, failed.
+For the retrieval surfaces (a cell whose run.json records ``retrieves``: today ``preselect``, ``search``, ``lazy``
+and ``code`` with ``sdk: search``; a new surface whose ``retrieves`` is true, with no change here) each episode's
+funnel is: were the task's expected operations among what the surface showed or returned (retrieved, recall), at
+what rank (MRR), then did the model pick the right one (selection), with right arguments (first try), and did the
+task succeed. Everything is read from the run folder (records v2, bench.store.recorded), whatever the surface kind:
+the episode's ``expected_ops``; the ``operations_shown`` of its first step (in the surface's order: preselect's
+rank order; the others show none before a meta call); then the ranked ``hits`` of its retrieving meta calls
+(:data:`~surfbench.bench.contracts.records.RETRIEVAL_METAS`: search's search calls, lazy's load calls, code mode's
+``search_api`` calls inside the program); the catalog's size from the run's catalogs table. An episode that showed
+nothing at all is counted and named (zero shown): retrieval, not the model, failed.
 
-Runs recorded before records v2 take the legacy path (:class:`_Legacy`): today's suite is loaded, preselect's
-set recomputed with a rebuilt surface, and search results parsed back out of the result text.
+Runs recorded before records v2 take the legacy path (:class:`_Legacy`): the kinds of :data:`RETRIEVAL_KINDS`
+only, today's suite loaded, preselect's set recomputed with a rebuilt surface, and search results parsed back
+out of the result text.
 
 The scale axis: each cell's catalog size (the suite's, or ``catalog.grow``), from run.json.
 """
@@ -19,18 +22,24 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.analysis.retrieval_eval import expected_ops
 from surfbench.bench.base.sections import Section
+from surfbench.bench.contracts.records import RETRIEVAL_METAS
 
 if TYPE_CHECKING:
     import pandas as pd
 
-RETRIEVAL_KINDS = ("preselect", "search", "lazy", "code")  # code: its search variant (search_api in the program)
+    from surfbench.bench.store.recorded import RecordedCatalogs
+
+RETRIEVAL_KINDS = ("preselect", "search", "lazy", "code")
+"""LEGACY (runs before records v2, which record no ``retrieves``): the kinds whose cells are funnel rows (code: its
+search variant, search_api in the program)."""
 # LEGACY (runs before records v2): what search and search_api returned, parsed back out of the result text
 _RETURNED = re.compile(r'\{"name":\s*"([^"]+)"')
 _STUB = re.compile(r"^def (\w+)\(", re.MULTILINE)  # the stubs search_api returns inside a program
@@ -119,10 +128,6 @@ def shown_operations(kind: str, surface: Any, task: Any, calls: Sequence[dict[st
     return list(dict.fromkeys(names))
 
 
-_RETURNING_META = {"preselect": None, "search": "search", "lazy": "load", "code": "search"}
-"""The meta call whose hits a kind's funnel counts (code: ``search_api``, not ``describe``)."""
-
-
 def _listed(value: Any) -> list[Any] | None:
     """A JSON-list column's value as a list; None when the row has none (NaN, None: not recorded)."""
     if isinstance(value, str):
@@ -131,26 +136,30 @@ def _listed(value: Any) -> list[Any] | None:
 
 
 def recorded_shown(
-    kind: str, steps: Sequence[dict[str, Any]], calls: Sequence[dict[str, Any]], catalog: Sequence[str]
+    steps: Sequence[dict[str, Any]], calls: Sequence[dict[str, Any]], catalog: Callable[[], Sequence[str]]
 ) -> list[str]:
     """What the surface showed or returned in one episode, from its own records (records v2), best first.
 
-    Preselect: the operations its first step showed (``operations_shown``, in rank order; ``catalog``, the
-    names of the episode's catalog, when the step showed all of them). The others: the ``hits`` of their
-    retrieving meta calls (search, load, ``search_api``), by rank, in call order, each operation once.
+    Whatever the surface kind: the operations its first step showed (``operations_shown``, in the surface's order;
+    ``catalog()``, the names of the episode's catalog, when the step showed all of them), then the ``hits`` of its
+    retrieving meta calls (:data:`~surfbench.bench.contracts.records.RETRIEVAL_METAS`), by rank, in call order;
+    each operation once. An episode never sent (it does not fit) has no step: nothing shown.
     """
-    if kind == "preselect":
-        first = min(steps, key=lambda s: int(s["step"]), default=None)
-        if first is None:
-            return []  # never sent (does not fit): nothing shown
-        shown = _listed(first.get("operations_shown"))
-        return [str(n) for n in shown] if shown is not None else list(catalog)
-    names: list[str] = []
+    first = min(steps, key=lambda s: int(s["step"]), default=None)
+    if first is None:
+        return []
+    listed = _listed(first.get("operations_shown"))
+    names = [str(n) for n in listed] if listed is not None else list(catalog())
     for call in sorted(calls, key=lambda c: (int(c["step"]), int(c["index"]))):
         hits = _listed(call.get("hits"))
-        if hits is not None and call.get("meta") == _RETURNING_META[kind]:
+        if hits is not None and call.get("meta") in RETRIEVAL_METAS:
             names += [str(h["op"]) for h in sorted(hits, key=lambda h: int(h["rank"]))]
     return list(dict.fromkeys(names))
+
+
+def _names(catalogs: RecordedCatalogs, digest: str) -> list[str]:
+    """The operations of recorded catalog ``digest`` in catalog order ([] when the run did not record it)."""
+    return catalogs.names(digest) if digest in catalogs else []
 
 
 def _grouped(runs: Sequence[str | Path], table: str) -> dict[str, list[dict[str, Any]]]:
@@ -168,36 +177,45 @@ def funnel_rows(runs: Sequence[str | Path], frame: pd.DataFrame, infos: dict[str
     """
     from surfbench.bench.store.recorded import RecordedCatalogs, is_recorded
 
-    episodes = frame[frame["surface_kind"].isin(RETRIEVAL_KINDS)] if len(frame) else frame
-    if not len(episodes):
+    cells = _cells(infos)
+
+    def path(ep: dict[str, Any]) -> str | None:
+        """``recorded`` (read from the run), ``legacy`` (today's suite) or None (not a funnel episode)."""
+        cell = cells.get(ep["cell_id"])
+        if cell is None:
+            return None
+        if _listed(ep.get("expected_ops")) is not None and is_recorded(cell):
+            # the surface's own flag, recorded: code mode without search_api retrieves nothing, not a funnel row
+            return "recorded" if cell.get("retrieves") else None
+        return "legacy" if ep["surface_kind"] in RETRIEVAL_KINDS else None
+
+    rows: list[tuple[dict[str, Any], str]] = []
+    for ep in frame.to_dict("records"):
+        found = path(ep)
+        if found is not None:
+            rows.append((ep, found))
+    if not rows:
         return []
     by_episode = _grouped(runs, "calls")
-    cells = _cells(infos)
-    rows = episodes.to_dict("records")
-    recorded = any(_listed(ep.get("expected_ops")) is not None and is_recorded(cells.get(ep["cell_id"])) for ep in rows)
+    recorded = any(found == "recorded" for _, found in rows)
     steps = _grouped(runs, "steps") if recorded else {}
     catalogs = RecordedCatalogs.load(runs) if recorded else RecordedCatalogs()
     legacy = _Legacy()
     acc: dict[tuple[str, str, int], dict[str, Any]] = {}
-    for ep in rows:
-        cell = cells.get(ep["cell_id"])
-        if cell is None:
-            continue
-        listed = _listed(ep.get("expected_ops"))
-        if listed is not None and is_recorded(cell):
-            if not cell.get("retrieves"):
-                continue  # code mode without search_api retrieves nothing: not a funnel row
+    for ep, found in rows:
+        cell = cells[ep["cell_id"]]
+        if found == "recorded":
+            listed = _listed(ep.get("expected_ops")) or []
             expected = tuple(dict.fromkeys(str(e if isinstance(e, str) else e[0]) for e in listed))
             digest = str(ep["catalog_hash"])
             size = catalogs.size(digest) if digest in catalogs else int(cell.get("catalog_size") or 0)
-            names = catalogs.names(digest) if digest in catalogs and ep["surface_kind"] == "preselect" else []
             key = str(ep["episode_key"])
-            shown = recorded_shown(ep["surface_kind"], steps.get(key, []), by_episode.get(key, []), names)
+            shown = recorded_shown(steps.get(key, []), by_episode.get(key, []), partial(_names, catalogs, digest))
         else:
-            found = legacy.episode(ep, cell, by_episode)
-            if found is None:
+            legacy_found = legacy.episode(ep, cell, by_episode)
+            if legacy_found is None:
                 continue
-            expected, shown, size = found
+            expected, shown, size = legacy_found
         if not expected:
             continue
         position = {name: i + 1 for i, name in enumerate(shown)}

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from surfbench.bench.analysis.credit import credit_fields
-from surfbench.bench.analysis.instances import instance_fields
+from surfbench.bench.analysis.credit_summary import credit_fields
+from surfbench.bench.analysis.instance_accuracy import instance_fields
 from surfbench.bench.base.values import decoded
 from surfbench.bench.base.values import missing as _missing
 from surfbench.bench.score.scorer import does_not_fit, is_context_overflow
@@ -86,13 +86,13 @@ METRICS: dict[str, Metric] = {
         Metric(
             "help_bytes", "help B", False, "largest help payload of the surface, UTF-8 bytes", "count", per_cell=False
         ),
-        # partial and efficient credit, and the operation policy (bench.score.credit, bench.analysis.credit)
+        # partial and efficient credit, and the operation policy (bench.score.credit, bench.analysis.credit_summary)
         Metric("call_share", "calls matched", True, "mean share of expected calls matched by successful calls", "pct"),
         Metric("state_share", "state checks", True, "mean share of state checks holding", "pct"),
         Metric("efficiency", "efficiency", True, "mean minimal / taken round trips, successful episodes", "pct"),
         Metric("policy_denials", "policy denials", False, "calls the operation policy kept from the backend, per ep."),
         Metric("policy_recovered", "recovered (policy)", True, "episodes with a denied call that succeeded", "pct"),
-        # pass-through parameters (bench.suites.instances, bench.analysis.instances)
+        # pass-through parameters (bench.suites.instances, bench.analysis.instance_accuracy)
         Metric("instance_accuracy", "instance acc.", True, "calls that reached the instance the task names", "pct"),
         # modelled prompt caching per provider profile (bench.analysis.cache_model; not in CellSummary: per profile)
         Metric(
@@ -170,8 +170,8 @@ def summarize_cell(rows: list[Mapping[str, Any]]) -> CellSummary:
         ),
         does_not_fit=sum(1 for r in rows if does_not_fit(r.get("error"))),
         **_cost_fields(rows),
-        **credit_fields(rows),  # partial and efficient credit, the policy (bench.analysis.credit)
-        **instance_fields(rows),  # pass-through parameters (bench.analysis.instances)
+        **credit_fields(rows),  # partial and efficient credit, the policy (bench.analysis.credit_summary)
+        **instance_fields(rows),  # pass-through parameters (bench.analysis.instance_accuracy)
     )
 
 
@@ -258,7 +258,8 @@ def format_summary(summary: CellSummary) -> str:
         f"stable prefix          {show(summary, 'stable_prefix_rate')}",
         f"model latency          {show(summary, 'latency_s')} s / episode",
     ]
-    if summary.call_share is not None or summary.state_share is not None:  # partial credit (bench.analysis.credit)
+    # partial credit (bench.analysis.credit_summary)
+    if summary.call_share is not None or summary.state_share is not None:
         calls, state = show(summary, "call_share"), show(summary, "state_share")
         lines.append(f"partial credit         {calls} of expected calls matched, {state} of state checks hold")
     if summary.efficiency is not None:
@@ -266,7 +267,7 @@ def format_summary(summary: CellSummary) -> str:
     if summary.policy_denials is not None:
         recovered = show(summary, "policy_recovered")
         lines.append(f"policy denials        {show(summary, 'policy_denials')} / episode (recovered {recovered})")
-    if summary.instance_accuracy is not None:  # pass-through parameters (bench.analysis.instances)
+    if summary.instance_accuracy is not None:  # pass-through parameters (bench.analysis.instance_accuracy)
         lines.append(f"instance accuracy      {show(summary, 'instance_accuracy')} of calls reached the task's one")
     if summary.stuck_rate is not None:
         lines.append(f"stuck                  {show(summary, 'stuck_rate')} of episodes (same failing call 3x)")

@@ -1,9 +1,9 @@
 """The catalog stage: operations, their wire form, and where they come from.
 
 Catalogs: operations and their schemas (``catalog``), importers from OpenAPI, Python callables and tool JSON
-(``importers/``), the wire form and its bytes and tokens (``wire``), size limits, the pool of real
-operations and catalog growth's source (``pool``), retrievers for search and pre-selection (``retrieval``,
-``embedding``).
+(``importers/``), the wire form and its bytes and tokens (``wire``), provider limits (``provider_limits``), the
+pool of real operations and catalog growth's source (``pool``), retrievers for search and pre-selection
+(``retrieval``, ``embedding``).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from surfbench.bench.catalog.catalog import CatalogError, Operation, validate_op
 from surfbench.bench.catalog.importers.common import read_document
 from surfbench.bench.catalog.importers.openapi import import_openapi
 from surfbench.bench.catalog.importers.tools_json import import_bfcl
-from surfbench.bench.catalog.limits import safe_names
+from surfbench.bench.catalog.provider_limits import safe_names
 
 POOL_VERSION = 2  # 2: operations whose parameters are not valid JSON Schema are left out
 GITHUB_PACKAGE = "@octokit/openapi@23.0.2"

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
+from surfbench.bench.base.argtypes import positive_int
 from surfbench.bench.base.atomic import out_file, out_folder, write_atomic
 from surfbench.bench.base.config import ConfigError, group_names, surface_config
 from surfbench.bench.base.secrets import redact
@@ -22,10 +23,10 @@ from surfbench.bench.cli.mcp import add_commands as add_mcp_commands
 from surfbench.bench.cli.mcp import add_server_options, surface_catalog
 from surfbench.bench.cli.scaffold_mcp import add_commands as add_suite_commands
 from surfbench.bench.cli.scale_cli import add_scale_commands
-from surfbench.bench.cli.sequential_cli import add_gate_options, add_plan_options, gate_command, plan_command
-from surfbench.bench.cli.synth import add_synth_command
 from surfbench.bench.cli.view_cli import add_view_commands
 from surfbench.bench.contracts.plugins import add_commands as add_plugin_commands
+from surfbench.bench.sequential.sequential_cli import add_gate_options, add_plan_options, gate_command, plan_command
+from surfbench.bench.synth.synth_cli import add_synth_command
 
 EXIT_USAGE = 2
 DEBUG_ENV = "SURFBENCH_DEBUG"
@@ -47,16 +48,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be 1 or more")
-    return value
 
 
 def _reading_runs(command: str, runs: Sequence[str], work: Callable[[], T]) -> T:
@@ -144,7 +135,7 @@ def _report(args: argparse.Namespace) -> int:
 def _gate(args: argparse.Namespace) -> int:
     from surfbench.bench.report.gate import format_gate, judge
 
-    if args.sequential:  # the criteria marked sequential, pair by pair: bench/cli/sequential_cli.py
+    if args.sequential:  # the criteria marked sequential, pair by pair: bench/sequential/sequential_cli.py
         return gate_command(args, _reading_runs)
     result = _reading_runs(
         "gate",
@@ -168,7 +159,8 @@ def _gate(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    return plan_command(args)  # the fixed-N requirement, then the sequential gate's (bench/cli/sequential_cli.py)
+    # the fixed-N requirement, then the sequential gate's (bench/sequential/sequential_cli.py)
+    return plan_command(args)
 
 
 def _migrate(args: argparse.Namespace) -> int:
@@ -264,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_server_options(p)  # --mcp COMMAND / --mcp-url URL instead of --catalog (bench/cli/mcp.py)
     p.add_argument("--out", type=out_file, default=None, help="also write the rows to FILE.csv or FILE.json")
-    p.add_argument("--budget", type=_positive_int, default=1536, help="help payload budget in bytes (default 1536)")
+    p.add_argument("--budget", type=positive_int, default=1536, help="help payload budget in bytes (default 1536)")
     p.set_defaults(func=_surfaces)
 
     p = sub.add_parser(
@@ -298,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--allow-scripted", action="store_true", help="judge runs of a scripted model (a plumbing check; else exit 2)"
     )
-    add_gate_options(p)  # --sequential, --batch, --budget, --seed (bench/cli/sequential_cli.py)
+    add_gate_options(p)  # --sequential, --batch, --budget, --seed (bench/sequential/sequential_cli.py)
     p.set_defaults(func=_gate)
 
     p = sub.add_parser("plan", help="tasks x repeats a paired comparison needs to detect a given drop")
@@ -311,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="share of tasks where exactly one surface succeeds (from an earlier run's report); "
         "default: as if the surfaces' outcomes were independent (conservative)",
     )
-    add_plan_options(p)  # --threshold, --batch, --budget: the sequential estimate (bench/cli/sequential_cli.py)
+    add_plan_options(p)  # --threshold, --batch, --budget: the sequential estimate (bench/sequential/sequential_cli.py)
     p.set_defaults(func=_plan)
 
     p = sub.add_parser("migrate", help="rewrite an older run's parquet parts in today's table schemas")
@@ -348,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", nargs="?", choices=["info", "clear"], default="info")
     p.set_defaults(func=_cache)
     add_suite_commands(sub)  # init, check (their command line: bench/cli/scaffold_mcp.py)
-    add_synth_command(sub)  # synth: verified tasks from the catalog and world (bench/cli/synth.py)
+    add_synth_command(sub)  # synth: verified tasks from the catalog and world (bench/synth/synth_cli.py)
     add_scale_commands(sub)  # retrieval, pool (bench/cli/scale_cli.py)
     add_mcp_commands(sub)  # catalog dump (bench/cli/mcp.py)
     add_plugin_commands(sub)  # plugins: every registered name (bench/contracts/plugins.py)

@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from surfbench.bench.base.argtypes import positive_int
 from surfbench.bench.base.atomic import out_file, write_atomic
 from surfbench.bench.base.config import (
     SHIPPED_CONFIGS,
@@ -35,7 +36,7 @@ from surfbench.bench.base.config import (
 )
 from surfbench.bench.catalog.catalog import Catalog, CatalogError
 from surfbench.bench.cli.scale_cli import comma_ints
-from surfbench.bench.mcp.spec import STARTUP_TIMEOUT_S
+from surfbench.bench.mcp.mcp_spec import STARTUP_TIMEOUT_S
 
 if TYPE_CHECKING:
     from surfbench.bench.report.diff_gate import DiffCriteria
@@ -108,7 +109,7 @@ def load_at_revision(rev: str, path: str, fmt: str | None, name: str | None) -> 
 
 def _live(command: str | None, url: str | None, args: argparse.Namespace, name: str | None) -> Catalog:
     from surfbench.bench.cli.mcp import server_spec
-    from surfbench.bench.mcp.catalog import live_catalog
+    from surfbench.bench.mcp.mcp_catalog import live_catalog
 
     options = argparse.Namespace(
         mcp=command, mcp_url=url, mcp_header=args.mcp_header if url else [], startup_timeout=args.startup_timeout
@@ -232,16 +233,6 @@ def _diff(args: argparse.Namespace) -> int:
     return gate.exit_code if gate is not None else 0
 
 
-def _budget(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be 1 or more")
-    return value
-
-
 def add_diff_command(sub: Any) -> None:
     """``surfbench diff``, on the ``surfbench`` parser's subparsers."""
     from surfbench.bench.report.diff_format import FORMATS
@@ -280,7 +271,7 @@ def add_diff_command(sub: Any) -> None:
     p.add_argument("--criteria", default=None, help=f"the gate's criteria file (default: configs/{DEFAULT_CRITERIA})")
     p.add_argument("--no-gate", action="store_true", help="report only, exit 0")
     p.add_argument("--allow-breaking", action="store_true", help="breaking operation changes pass the gate (listed)")
-    p.add_argument("--help-budget", type=_budget, default=None, metavar="BYTES",
+    p.add_argument("--help-budget", type=positive_int, default=None, metavar="BYTES",
                    help="help payload budget (default: the criteria's help_bytes_max, else 1536)")  # fmt: skip
     p.add_argument("--rename-threshold", type=float, default=0.6, metavar="SCORE",
                    help="lowest similarity guessed a rename (default 0.6; above 1: no renames)")  # fmt: skip

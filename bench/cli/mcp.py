@@ -10,7 +10,7 @@ from typing import Any
 
 from surfbench.bench.base.atomic import out_file
 from surfbench.bench.catalog.catalog import Catalog
-from surfbench.bench.mcp.spec import STARTUP_TIMEOUT_S, McpError, ServerSpec, from_command
+from surfbench.bench.mcp.mcp_spec import STARTUP_TIMEOUT_S, McpError, ServerSpec, from_command
 
 
 def add_server_options(p: argparse.ArgumentParser) -> None:
@@ -71,7 +71,7 @@ def surface_catalog(args: argparse.Namespace) -> Catalog:
         from surfbench.bench.catalog.importers import load_catalog
 
         return load_catalog(args.catalog, fmt=args.format, name=args.name)
-    from surfbench.bench.mcp.catalog import live_catalog
+    from surfbench.bench.mcp.mcp_catalog import live_catalog
 
     live = live_catalog(spec, name=args.name)
     print(f"live MCP server {spec.label}: tools/list answer {live.raw_bytes:,} B as sent, {len(live.catalog)} tools")
@@ -79,7 +79,7 @@ def surface_catalog(args: argparse.Namespace) -> Catalog:
 
 
 def _dump(args: argparse.Namespace) -> int:
-    from surfbench.bench.mcp.catalog import live_catalog, write_snapshot
+    from surfbench.bench.mcp.mcp_catalog import live_catalog, write_snapshot
 
     started = time.perf_counter()
     spec = server_spec(args)

@@ -31,7 +31,7 @@ import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from surfbench.bench.mcp.spec import McpError, ServerSpec
+from surfbench.bench.mcp.mcp_spec import McpError, ServerSpec
 
 FIXTURE = "fixture"
 """The suite's copy of the data folder (``catalog.mcp.fixture``)."""

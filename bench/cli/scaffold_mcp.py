@@ -41,7 +41,7 @@ from surfbench.bench.cli.scaffold import (
     suite_name,
 )
 from surfbench.bench.cli.scaffold_data import Placement, copy_data, place
-from surfbench.bench.mcp.spec import STARTUP_TIMEOUT_S, McpError, ServerSpec
+from surfbench.bench.mcp.mcp_spec import STARTUP_TIMEOUT_S, McpError, ServerSpec
 
 SURFACES = "full,dispatcher,preselect,search"
 MODEL = "qwen2.5-coder-0.5b-instruct"
@@ -295,7 +295,7 @@ def init_mcp_suite(
     Raises:
         ConfigError: the folder or name (before the server starts); McpError: the server, its arguments.
     """
-    from surfbench.bench.mcp.catalog import live_catalog
+    from surfbench.bench.mcp.mcp_catalog import live_catalog
     from surfbench.bench.mcp.suites import resolve
     from surfbench.bench.suites.fields import read_yaml
     from surfbench.bench.suites.format_checks import check_against_catalog, suite_file

@@ -89,7 +89,7 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> CellRun:
 def prepare_job(cfg: Any, choices: dict[str, str], multirun: bool, sequential: bool = False) -> Job:
     """Everything before a cell's first episode: settings checked, the cell resolved, the run folder and run.json.
 
-    ``sequential``: the caller runs the cells batch by batch (``until_decided``, bench/cli/until_decided.py).
+    ``sequential``: the caller runs the cells batch by batch (``until_decided``, bench/sequential/until_decided.py).
     """
     from surfbench.bench.base.config import ConfigError
     from surfbench.bench.run.overrides import run_settings
@@ -250,10 +250,17 @@ def run_cells(composed: Composed) -> list[CellRun]:
     _require_pulled(composed)  # before any cell: a sweep must not stop at its first 1.5B cell an hour in
     if composed.multirun:  # what Hydra's basic launcher logs, redacted
         print("\n".join(redact(line) for line in launch_lines(composed.cells)), flush=True)
-    if composed.cells and composed.cells[0].config.get("until_decided"):  # paired batches: bench/cli/until_decided.py
-        from surfbench.bench.cli.until_decided import run_until_decided
+    if composed.cells and composed.cells[0].config.get("until_decided"):  # the cells paired, batch by batch
+        from surfbench.bench.sequential.until_decided import run_until_decided
 
-        return run_until_decided(composed, prepare_job, finish_job, _user_error)
+        return run_until_decided(
+            composed,
+            prepare_job,
+            finish_job,
+            _user_error,
+            mark_failure=mark_failure,
+            run_name_problem=run_name_problem,
+        )
     done = []
     for cell in composed.cells:
         HydraConfig.instance().set_config(cell.config)  # ${hydra:...} resolves as under @hydra.main

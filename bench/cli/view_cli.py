@@ -24,7 +24,7 @@ def add_view_commands(sub: Any) -> None:
 
 def _view(args: argparse.Namespace) -> int:
     from surfbench.bench.view.index import ViewIndex
-    from surfbench.bench.view.server import Site, export, serve
+    from surfbench.bench.view.view_server import Site, export, serve
 
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port {args.port}: a port is 0 (any free one) to 65535")

@@ -5,13 +5,17 @@ A backend written in Python subclasses :class:`OperationBackend` and marks its o
 python-callables importer reads them), and ``call`` dispatches only to those methods (an allowlist,
 never ``getattr`` on a model-chosen string). Domain failures raise :class:`ToolError`, whose text
 goes back to the model; any other exception is a harness error.
+
+Beyond :class:`Backend`, a backend may have optional parts, each a runtime-checkable protocol here
+(:class:`Closable`, :class:`ReportsErrorType`): the run stage asks ``isinstance(backend, Protocol)``, never
+``getattr`` with a default, so what a backend can offer is declared in one place.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 # the @operation marks: the catalog side of a Python backend (bench.catalog.catalog), re-exported for backends
 from surfbench.bench.catalog.catalog import OP_ATTR as OP_ATTR
@@ -38,6 +42,33 @@ class Backend(Protocol):
     def call(self, op: str, args: Mapping[str, Any]) -> Any: ...
 
     def state(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """A backend that holds something until it is closed: processes, a sandbox folder, a live server.
+
+    Implemented by the workspace suite's sandboxed backend (tasks/workspace) and the MCP backend
+    (bench.mcp.mcp_backend). The run stage closes each episode's backend once the episode has ended, whatever
+    its outcome, before a retry gets a fresh one (bench.run.play.play_episode); a backend without ``close``
+    is left to the garbage collector.
+    """
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class ReportsErrorType(Protocol):
+    """A backend that names the limit its last call ran into, more specific than a tool error.
+
+    Implemented by the workspace suite's sandboxed backend (``disk_quota_exceeded``, ``memory_exceeded``) and
+    the MCP backend (``tool_timeout``); ``last_error_type`` is None when the last call ran into none. After
+    each operation call the episode loop (bench.run.episode) records it, when set, as the call's error type
+    in place of ``backend_error`` (or of none); a backend without it leaves the call's error type as it is.
+    """
+
+    @property
+    def last_error_type(self) -> str | None: ...
 
 
 class OperationBackend:

@@ -33,6 +33,12 @@ table (bench.store.tool_texts); older steps have them null: their tool block's t
 llama-server's own counts of the prompt tokens it took from its KV cache and those it computed (``server_cache_n``,
 ``server_prompt_n``) and the slot the request ran on (``slot``); null for other engines and in older steps."""
 
+RETRIEVAL_METAS = frozenset({"search", "load"})
+"""The meta calls (a call's ``meta``) whose ``hits`` are what the surface retrieved, whatever its kind: a search
+(search's ``search_tools``, code mode's ``search_api``) or a load (lazy's ``load_tools``). A ``help`` call's hits (code
+mode's ``describe``) are the operation the model asked about by name: not retrieval. The retrieval funnel
+(bench.analysis.funnel) counts these, after the operations the episode's first step showed."""
+
 
 def doc(text: str) -> dict[str, str]:
     """Field metadata holding a column's one-line description: ``field(metadata=doc("..."))``."""

@@ -1,1 +1,1 @@
-"""MCP: live servers as catalogs and backends, through the official SDK (client, transport, guard)."""
+"""MCP: live servers as catalogs and backends, through the official SDK (mcp_client, transport, guard)."""

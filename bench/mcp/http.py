@@ -17,7 +17,7 @@ import httpx2
 from mcp.client.streamable_http import streamable_http_client
 
 from surfbench.bench.base.bounded import limit_bytes, too_large
-from surfbench.bench.mcp.spec import McpError, ServerSpec
+from surfbench.bench.mcp.mcp_spec import McpError, ServerSpec
 from surfbench.bench.mcp.transport import WireLog
 
 

@@ -4,7 +4,7 @@ A server that echoes its paths (``wrote /tmp/.../fixture/notes/todo.md``) answer
 identically only when every episode's working copy has the same absolute path; otherwise the next
 request differs, the response cache misses and a rerun is not the same run. So a fixture's copies live
 in numbered slots, ``<temporary folder>/surfbench-mcp-<uid>/<key>/<n>/``, ``key`` a hash of the
-fixture's path and setup hook (:func:`surfbench.bench.mcp.catalog.slot_key`). An episode takes the
+fixture's path and setup hook (:func:`surfbench.bench.mcp.mcp_catalog.slot_key`). An episode takes the
 lowest slot nobody holds (an exclusive ``flock`` on the slot's folder, which the kernel drops when the
 holder dies, SIGKILL included), empties it and fills it: every episode of a cell run one at a time works
 in slot 0, at the same path, in every run; a cell with N episodes in flight uses slots 0 to N-1, so

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from surfbench.bench.catalog.catalog import Catalog, CatalogError
-from surfbench.bench.mcp.spec import ServerSpec, from_mapping
+from surfbench.bench.mcp.mcp_spec import ServerSpec, from_mapping
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class McpCatalogSpec:
     pinned: Path | None = None
     """A ``tools/list`` dump the live catalog is compared with."""
     pool: Any = field(default=None, compare=False, repr=False)
-    """Servers kept between episodes (bench.mcp.pool.ServerPool), when the server declares a reset."""
+    """Servers kept between episodes (bench.mcp.mcp_pool.ServerPool), when the server declares a reset."""
     watch: Any = field(default=None, compare=False, repr=False)
     """The user's data the server must not change (bench.mcp.watch.DataWatch), when ``mcp.watch`` lists any."""
 
@@ -45,7 +45,7 @@ def resolve(value: Mapping[str, Any] | None, folder: Path, where: str) -> McpCat
     pinned = value.get("pinned")
     if pinned is not None and not (folder / pinned).is_file():
         raise ValueError(f"{where}: catalog.pinned: no file {folder / pinned} (write one with surfbench catalog dump)")
-    from surfbench.bench.mcp.pool import ServerPool
+    from surfbench.bench.mcp.mcp_pool import ServerPool
     from surfbench.bench.mcp.watch import DataWatch
 
     server = from_mapping(value["mcp"], where, folder)
@@ -57,7 +57,7 @@ def resolve(value: Mapping[str, Any] | None, folder: Path, where: str) -> McpCat
 def live_suite_catalog(spec: McpCatalogSpec, name: str) -> Catalog:
     """The live server's catalog; a warning on stderr when it differs from the pinned dump."""
     from surfbench.bench.catalog.importers import load_catalog
-    from surfbench.bench.mcp.catalog import drift, live_catalog
+    from surfbench.bench.mcp.mcp_catalog import drift, live_catalog
 
     live = live_catalog(spec.server, name=name).catalog
     if spec.pinned is not None:
@@ -77,7 +77,7 @@ def live_suite_catalog(spec: McpCatalogSpec, name: str) -> Catalog:
 
 def mcp_backend_class() -> type:
     """The class behind ``backend: mcp`` (imported only when a suite uses it)."""
-    from surfbench.bench.mcp.backend import McpBackend
+    from surfbench.bench.mcp.mcp_backend import McpBackend
 
     return McpBackend
 
@@ -86,8 +86,8 @@ def new_mcp_backend(
     spec: McpCatalogSpec | None, folder: Path, settings: Mapping[str, Any], scenario: str | None
 ) -> Any:
     """A fresh backend for one episode: a fresh working copy and server, reset to the scenario."""
-    from surfbench.bench.mcp.backend import McpBackend
-    from surfbench.bench.mcp.spec import McpError
+    from surfbench.bench.mcp.mcp_backend import McpBackend
+    from surfbench.bench.mcp.mcp_spec import McpError
 
     if spec is None:
         raise McpError(str(folder), "backend: mcp needs a live server: catalog: {mcp: {command: ..., args: [...]}}")

@@ -14,9 +14,9 @@ from surfbench.bench.base.config import ConfigError, read_group_config, shown
 from surfbench.bench.base.secrets import register_url_passwords
 from surfbench.bench.models.cache import ResponseCache
 from surfbench.bench.models.client import ModelError
+from surfbench.bench.models.config_schema import checked
 from surfbench.bench.models.local import ModelUnavailable
 from surfbench.bench.models.providers import provider
-from surfbench.bench.models.schema import checked
 from surfbench.bench.models.server import LocalServer, ServerError
 from surfbench.bench.models.spec import MODEL_KEYS, TOKENIZERS, ModelConfig
 from surfbench.bench.models.types import ModelClient
@@ -35,7 +35,7 @@ __all__ = [
 def model_config(name: str, data: dict[str, Any] | None = None) -> ModelConfig:
     """The model config ``name``: from ``configs/model/<name>.yaml``, or ``data`` as Hydra composed it.
 
-    Every field is checked against its type and range (bench.models.schema) before the config exists;
+    Every field is checked against its type and range (bench.models.config_schema) before the config exists;
     a value that differs from the file's is named as the override it came from (``model.max_tokens=abc``).
     """
     shipped: dict[str, Any] | None = None
@@ -107,7 +107,7 @@ def _file_data(name: str) -> dict[str, Any] | None:
 
 def _check_window(cfg: ModelConfig, origin: Any) -> None:
     """The ``limits`` block is well formed, and ``max_tokens`` leaves room for a prompt in the context window."""
-    from surfbench.bench.catalog.limits import model_limits
+    from surfbench.bench.catalog.provider_limits import model_limits
 
     try:
         window = model_limits(cfg).context_window

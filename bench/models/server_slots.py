@@ -24,7 +24,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from surfbench.bench.models.types import ModelClient, ModelRequest, ModelTurn
 
@@ -81,25 +81,41 @@ class SlotPool:
             return len(self._free)
 
 
+@runtime_checkable
+class Slotted(Protocol):
+    """A model client of a server with slots, each slot keeping one episode's KV cache (llama-server, ``slots`` > 1).
+
+    Implemented by :class:`surfbench.bench.models.client.LiteLLMClient`: ``slots`` is its server's pool (None:
+    one slot, nothing pinned), ``pinned(slot)`` the client with every request pinned to that slot. Declared here
+    beside :class:`SlotPool` (the model client's contract, bench.models.types, cannot name the pool without an
+    import cycle). The run stage runs each episode on a pinned client while a slot is free (:func:`episode_slot`,
+    from bench.run.runner.run_cell); a client without slots runs every episode as it is.
+    """
+
+    @property
+    def slots(self) -> SlotPool | None: ...
+
+    def pinned(self, slot: int) -> ModelClient: ...
+
+
 @contextmanager
 def episode_slot(client: ModelClient, prefix: Prefix | None = None) -> Iterator[ModelClient]:
     """The client one episode runs on: pinned to a free slot of its server while the episode runs.
 
-    A client without slots (``slots`` absent or None: every engine but llama-server with ``slots`` > 1, the
-    scripted clients), or one whose slots are all held, is yielded as it is.
+    A client without slots (not :class:`Slotted`, or ``slots`` None: every engine but llama-server with ``slots``
+    > 1, the scripted clients), or one whose slots are all held, is yielded as it is.
     """
-    pool: SlotPool | None = getattr(client, "slots", None)
-    pinned: Callable[[int], ModelClient] | None = getattr(client, "pinned", None)
-    if not isinstance(pool, SlotPool) or pinned is None:
+    if not (isinstance(client, Slotted) and isinstance(client.slots, SlotPool)):
         yield client
         return
+    pool = client.slots
     once = functools.cache(prefix) if prefix is not None else None  # computed at most once, if ever
     slot = pool.take(once)
     if slot is None:
         yield client
         return
     try:
-        yield pinned(slot)
+        yield client.pinned(slot)
     finally:
         pool.give(slot, once)
 

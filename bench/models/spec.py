@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from surfbench.bench.base.concurrency import MAX_CONCURRENCY
+from surfbench.bench.models.config_schema import one_of, ranged, registered
 from surfbench.bench.models.prompting import FORMATS
-from surfbench.bench.models.schema import one_of, ranged, registered
 from surfbench.bench.models.types import CallingMode
 
 MODEL_KEYS = {
@@ -40,7 +40,7 @@ SEED_MAX = 2**31 - 1
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """One entry of ``configs/model/``; each field's type and range is checked by bench.models.schema."""
+    """One entry of ``configs/model/``; each field's type and range is checked by bench.models.config_schema."""
 
     name: str
     provider: str = registered("local", "providers")
@@ -107,7 +107,7 @@ class ModelConfig:
     """For ``local``: llama.cpp server processes (slots), ``threads // n_parallel`` threads each; calls go
     to a free one. Helps only with cores to spare (docs/models.md); pair it with ``concurrency``."""
     limits: dict[str, Any] = field(default_factory=dict)
-    """The provider's limits: ``max_tools``, ``name_pattern``, ``context_window`` (bench.catalog.limits)."""
+    """The provider's limits: ``max_tools``, ``name_pattern``, ``context_window`` (bench.catalog.provider_limits)."""
     cache_profiles: dict[str, Any] = field(default_factory=dict)
     """Overrides of the prompt-cache profiles' numbers for this model (bench.models.cache_profiles), e.g.
     ``{anthropic: {min_tokens: 2048}}``; read by the cache model of the report and the gate."""

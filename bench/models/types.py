@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from surfbench.bench.catalog.wire import HasToolFields
+
+if TYPE_CHECKING:
+    from surfbench.bench.base.concurrency import EndpointGate
 
 CallingMode = Literal["native", "prompted"]
 
@@ -113,9 +116,26 @@ class ModelClient(Protocol):
     """Anything that answers a request with a turn: the one interface the episode loop calls a model by.
 
     :class:`surfbench.bench.models.client.LiteLLMClient` (local and hosted models) and the scripted clients of
-    :mod:`surfbench.bench.models.scripted` implement it.
+    :mod:`surfbench.bench.models.scripted` implement it. Its optional parts are runtime-checkable protocols
+    (:class:`Gated` here, :class:`surfbench.bench.models.server_slots.Slotted` beside the slot pool): the run
+    stage asks ``isinstance(client, Protocol)``, never ``getattr`` with a default.
     """
 
     def complete(self, request: ModelRequest) -> ModelTurn:
         """One model call: the turn the model answers ``request`` with."""
         ...
+
+
+@runtime_checkable
+class Gated(Protocol):
+    """A client whose calls to its endpoint pass an admission gate (bench.base.concurrency.EndpointGate).
+
+    Implemented by :class:`surfbench.bench.models.client.LiteLLMClient` (local and hosted models), whose gate
+    admits one call at a time until widened, halves its limit on bursts of 429s and keeps the rpm / tpm budgets.
+    Before a cell's episodes run, the run stage widens the gate to the cell's concurrency (bench.run.runner.run_cell),
+    so the endpoint admits as many calls as episodes run; a client without one (the scripted clients) is called as
+    it is.
+    """
+
+    @property
+    def gate(self) -> EndpointGate: ...

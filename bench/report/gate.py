@@ -18,7 +18,7 @@ sides, so a ratio and a pairing compare the same tasks); its name in the table s
 A criterion with ``suite: NAME`` (or a gate file's ``suite:``, its criteria's default) is judged on that suite's
 episodes only; the criteria naming no suite judge the suites no criterion names (criterion_subsets).
 A criterion with ``sequential: true`` is judged pair by pair by ``surfbench gate --sequential``
-(bench.report.sequential_gate); this fixed-N gate ignores the flag.
+(bench.sequential.sequential_gate); this fixed-N gate ignores the flag.
 Each criterion is judged ``pass``, ``fail`` or ``inconclusive`` (an interval that straddles the threshold, or a drop
 criterion whose baseline is already at or below the allowed drop, so that no drop could be seen), ``underpowered``
 (inconclusive, and the threshold is below the comparison's minimum detectable difference at 80% power,
@@ -47,11 +47,10 @@ from typing import TYPE_CHECKING, Any
 from surfbench.bench.analysis.cache_requests import effective_costs
 from surfbench.bench.analysis.compare import Paired, paired_comparisons
 from surfbench.bench.analysis.metrics import METRICS, Metric, summarize_cell
-from surfbench.bench.analysis.sequential import BATCH
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.base.values import decoded
-from surfbench.bench.catalog.limits import recorded_originals
-from surfbench.bench.report.gate_criteria import KINDS, Criterion, load_criteria
+from surfbench.bench.catalog.provider_limits import recorded_originals
+from surfbench.bench.report.gate_criteria import BATCH, KINDS, Criterion, load_criteria
 from surfbench.bench.report.gate_exit import EXIT as EXIT
 from surfbench.bench.report.gate_exit import scripted_warning, worst_exit
 from surfbench.bench.store.evidence import config_labels, surface_label

@@ -41,11 +41,12 @@ KINDS: dict[str, CriterionKind] = {
     "first_try_drop_max": CriterionKind("first_try_accuracy", "drop"),
     "round_trips_ratio_max": CriterionKind("round_trips", "ratio"),
     "success_drop_max": CriterionKind("success_rate", "drop"),
-    # partial and efficient credit (bench.analysis.credit): the baseline's over the candidate's mean, at most the value
+    # partial and efficient credit (bench.analysis.credit_summary): the baseline's over the candidate's mean,
+    # at most the value
     "call_share_ratio_max": CriterionKind("call_share", "ratio"),
     "state_share_ratio_max": CriterionKind("state_share", "ratio"),
     "efficiency_ratio_max": CriterionKind("efficiency", "ratio"),
-    # pass-through parameters (bench.analysis.instances): the baseline's instance accuracy over the candidate's
+    # pass-through parameters (bench.analysis.instance_accuracy): the baseline's instance accuracy over the candidate's
     "instance_accuracy_ratio_max": CriterionKind("instance_accuracy", "ratio"),
     # modelled prompt caching (bench.analysis.cache_model): the candidate's effective cost over the baseline's
     "effective_cost_ratio_max": CriterionKind("effective_cost_per_episode", "ratio"),
@@ -54,6 +55,9 @@ DROP_KINDS = tuple(name for name, kind in KINDS.items() if kind.test == "drop")
 CRITERION_KEYS = ("kind", "value", "on_fail", "tasks", "sequential", "profile", "suite")
 PROFILE_KINDS = ("effective_cost_ratio_max",)
 """Criteria judged under a cache profile (``profile: openai``; bench.models.cache_profiles), which they require."""
+BATCH = 10
+"""Pairs between two looks of a sequential gate, by default (bench.sequential.sequential); a fixed-N gate lets a
+drop criterion pass on no fewer pairs (bench.report.gate.MIN_PASS_PAIRS)."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,7 @@ class Criterion:
     tags: tuple[str, ...] = ()
     """Judge only the episodes of tasks with one of these tags (``tasks: {tags: [...]}``); () = every task."""
     sequential: bool = False
-    """``sequential: true``: ``surfbench gate --sequential`` judges it pair by pair (bench.report.sequential_gate)."""
+    """``sequential: true``: judged pair by pair by ``gate --sequential`` (bench.sequential.sequential_gate)."""
     profile: str | None = None
     """The cache profile an effective-cost criterion models (bench.models.cache_profiles); None for the others."""
     suite: str | None = None
@@ -214,10 +218,19 @@ def _profile(where: str, kind: str, name: Any, sequential: bool) -> str | None:
     return str(name)
 
 
+def threshold_to_unit(value: float, kind: str) -> float:
+    """A criterion's threshold on the sequential test's [0, 1] scale (strictly inside, or a ValueError saying why)."""
+    if kind == "ratio":
+        if not value > 0:
+            raise ValueError(f"a ratio threshold must be above 0 (not {value})")
+        return 0.5  # r / (r + c) at r = c
+    if not -1 < value < 1:
+        raise ValueError(f"a sequential difference threshold must be between -1 and 1 (not {value})")
+    return (value + 1.0) / 2.0
+
+
 def _sequential(where: str, kind: str, value: float, flag: Any) -> bool:
     """``sequential:`` checked: true or false, on a kind judged on pairs, with a threshold the test can take."""
-    from surfbench.bench.analysis.sequential import threshold_to_unit
-
     if not isinstance(flag, bool):
         raise ConfigError(f"{where}.sequential: {flag!r} must be true or false")
     if flag and KINDS[kind].test == "limit":

@@ -20,7 +20,7 @@ from surfbench.bench.analysis.multicall import MultiCallRow, multicall_rows
 from surfbench.bench.analysis.power import PassK, pass_k
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.base.values import decoded
-from surfbench.bench.catalog.limits import recorded_originals
+from surfbench.bench.catalog.provider_limits import recorded_originals
 from surfbench.bench.report.cache_section import PROFILE_NAMES, effective_head, effective_text
 from surfbench.bench.report.report_choices import AlternativePicks, access_split, alternative_picks, catalog_facts
 from surfbench.bench.report.scale_figure import ScalePoint, scale_points
@@ -293,10 +293,10 @@ CELL_COLUMNS = [
     ),
     CellColumn(f"{METRICS['first_try_accuracy'].label} [95% CI]", _first_try),
     _metric("selection_accuracy"), _metric("success_rate"),
-    *(_with_interval(name) for name in ("call_share", "state_share", "efficiency")),  # bench.analysis.credit
+    *(_with_interval(name) for name in ("call_share", "state_share", "efficiency")),  # bench.analysis.credit_summary
     CellColumn(METRICS["policy_denials"].label, lambda r, _: show(r.summary, "policy_denials"), optional=True),
     CellColumn(METRICS["policy_recovered"].label, lambda r, _: show(r.summary, "policy_recovered"), optional=True),
-    _with_interval("instance_accuracy"),  # pass-through parameters (bench.analysis.instances)
+    _with_interval("instance_accuracy"),  # pass-through parameters (bench.analysis.instance_accuracy)
     CellColumn(
         METRICS["recovered_after_error"].label,
         lambda r, _: f"{show(r.summary, 'recovered_after_error')}/{r.summary.failed_first_tries}",

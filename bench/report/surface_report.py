@@ -25,7 +25,7 @@ from surfbench.bench.base.config import SurfaceConfig
 from surfbench.bench.base.paths import cache_root
 from surfbench.bench.catalog.catalog import Catalog
 from surfbench.bench.catalog.guidance import from_source
-from surfbench.bench.catalog.limits import HOSTED_LIMITS, tool_problems
+from surfbench.bench.catalog.provider_limits import HOSTED_LIMITS, tool_problems
 from surfbench.bench.catalog.wire import (
     LONG_RUN,
     RUN_SAMPLES,

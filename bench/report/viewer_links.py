@@ -1,6 +1,6 @@
 """Where the viewer's pages are, and the report's links to them (``surfbench view``, bench/view/).
 
-The viewer (:mod:`surfbench.bench.view.server`) serves, and ``surfbench view --export DIR`` writes, one page per
+The viewer (:mod:`surfbench.bench.view.view_server`) serves, and ``surfbench view --export DIR`` writes, one page per
 run set, cell, episode, task and operation, at the paths below, relative to its root; the report links to them
 when it is given the viewer's address (``surfbench report --viewer-url URL``, or ``SURFBENCH_VIEWER_URL``): a
 running viewer (``http://127.0.0.1:8765``) or an exported folder (a path relative to the report, ``view``).

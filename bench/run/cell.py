@@ -12,7 +12,7 @@ from typing import Any
 
 from surfbench.bench.base.config import ConfigError, SurfaceConfig
 from surfbench.bench.catalog.catalog import Catalog
-from surfbench.bench.catalog.limits import FitPrediction, name_map_for
+from surfbench.bench.catalog.provider_limits import FitPrediction, name_map_for
 from surfbench.bench.contracts.registry import build_surface
 from surfbench.bench.contracts.surface import Surface
 from surfbench.bench.models import ModelConfig
@@ -200,7 +200,8 @@ class Cell:
             "model": self.model_cfg.name,
             "catalog_hash": self.identity.catalog_hash,
             "catalog_size": len(self.suite.catalog),  # the scale axis (grown or the suite's own)
-            "name_map": name_map_for(self.suite.catalog_spec),  # original -> valid tool names (bench.catalog.limits)
+            # original -> valid tool names (bench.catalog.provider_limits)
+            "name_map": name_map_for(self.suite.catalog_spec),
             "surface_label": self.surface_label,
             "model_label": self.model_label,
             "provider": self.model_cfg.provider,

@@ -36,7 +36,7 @@ from surfbench.bench.base.secrets import redact
 from surfbench.bench.base.taxonomy import ErrorType
 from surfbench.bench.base.validation import validate_args
 from surfbench.bench.catalog.wire import compact_json, count_tokens, tool_wire_text, utf8_len
-from surfbench.bench.contracts.backend import Backend, ToolError
+from surfbench.bench.contracts.backend import Backend, ReportsErrorType, ToolError
 from surfbench.bench.contracts.program import Executed, ProgramDispatch
 from surfbench.bench.contracts.records import CallRecord, EpisodeTrace, StepRecord
 from surfbench.bench.contracts.surface import Dispatch, Session, ToolCall
@@ -320,7 +320,8 @@ def _execute(
     except ToolError as exc:
         ok, text, error_type = False, f"Error: {exc}", ErrorType.BACKEND_ERROR
     # a sandboxed backend names the limit the call ran into (disk quota, memory cap): more specific
-    error_type = getattr(backend, "last_error_type", None) or error_type
+    if isinstance(backend, ReportsErrorType):
+        error_type = backend.last_error_type or error_type
     record = CallRecord(
         step, index, tool, outcome.args, "operation", outcome.operation, None, error_type, schema_valid, ok, text,
         policy=verdict.outcome if verdict is not None else None,

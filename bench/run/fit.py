@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from surfbench.bench.base.taxonomy import ErrorType
-from surfbench.bench.catalog.limits import FitPrediction, check_first_request, model_limits
+from surfbench.bench.catalog.provider_limits import FitPrediction, check_first_request, model_limits
 from surfbench.bench.contracts.records import EpisodeTrace
 from surfbench.bench.run.cell import Fits as Fits  # the cell's predictions, kept with the cell
 from surfbench.bench.run.episode import transcript_lines

@@ -174,7 +174,7 @@ def run_settings(cfg: Any) -> RunSettings:
 
 
 def _sequential(cfg: Any) -> dict[str, Any]:
-    """``until_decided``, ``budget``, ``batch``, ``order_seed``, checked (a sequential run: bench/cli/until_decided)."""
+    """``until_decided``, ``budget``, ``batch``, ``order_seed``, checked (bench/sequential/until_decided)."""
     from omegaconf import OmegaConf
 
     gate = cfg.get("until_decided")

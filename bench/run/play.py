@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.base.taxonomy import check_declared
+from surfbench.bench.contracts.backend import Closable
 from surfbench.bench.contracts.records import EpisodeTrace
 from surfbench.bench.models.client import ContextOverflow, ModelError
 from surfbench.bench.models.server import ServerError
@@ -55,6 +56,12 @@ def endpoint_failure(trace: EpisodeTrace) -> bool:
     return cls is not None and issubclass(cls, ENDPOINT_FAILURES) and not issubclass(cls, ContextOverflow)
 
 
+def close_backend(backend: object) -> None:
+    """Close an episode's backend where it declares ``close`` (:class:`Closable`); else leave it as it is."""
+    if isinstance(backend, Closable):
+        backend.close()
+
+
 def play_episode(cell: Cell, key: str, task: Task, repeat: int, model: ModelClient, run_name: str) -> Finished:
     """Run episode ``key`` (up to ``episode_retries`` more times if the endpoint failed it) and score it."""
     catalog = cell.suite.catalog_for(task)
@@ -73,7 +80,7 @@ def play_episode(cell: Cell, key: str, task: Task, repeat: int, model: ModelClie
         try:
             trace = run_episode(task, session, backend, model, settings, cell.suite.system_prompt, schema_of, policy)
         finally:  # a sandboxed backend holds processes and memory until closed
-            getattr(backend, "close", lambda: None)()
+            close_backend(backend)
         if not endpoint_failure(trace) or attempts > cell.spec.episode_retries:
             break
         print(

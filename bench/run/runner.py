@@ -12,7 +12,7 @@ from surfbench.bench.base.config import ConfigError, read_group_config, surface_
 from surfbench.bench.contracts.registry import build_surface
 from surfbench.bench.models import ModelPool, model_config
 from surfbench.bench.models.server_slots import episode_slot
-from surfbench.bench.models.types import ModelClient
+from surfbench.bench.models.types import Gated, ModelClient
 from surfbench.bench.run.cell import Cell as Cell  # where callers found them first
 from surfbench.bench.run.cell import CellSpec as CellSpec
 from surfbench.bench.run.fit import first_request_fit, unfit_episode
@@ -152,7 +152,7 @@ def run_cell(
 ) -> list[EpisodeRow]:
     """Run every (task, repeat) of the cell not already in the store; return the episode rows run here.
 
-    ``only``: just the episodes with these keys (a batch of a sequential run, bench/cli/until_decided.py).
+    ``only``: just the episodes with these keys (a batch of a sequential run, bench/sequential/until_decided.py).
 
     Other processes may run the same cell into the same folder at once (``surfbench.bench.store.claims``): each episode
     is claimed before it runs, so they split the work and none runs twice. Episodes another live process
@@ -181,9 +181,8 @@ def run_cell(
             return []
         model: ModelClient = client or pool.client(cell.model_cfg)
         concurrency = cell.spec.concurrency or cell.model_cfg.concurrency
-        gate = getattr(model, "gate", None)
-        if gate is not None:  # the endpoint admits as many calls as episodes run (halved on 429 bursts)
-            gate.widen(concurrency)
+        if isinstance(model, Gated):  # the endpoint admits as many calls as episodes run (halved on 429 bursts)
+            model.gate.widen(concurrency)
         rows: list[EpisodeRow] = []
 
         def play(key: str) -> Finished:

@@ -108,8 +108,8 @@ def hook_specs(data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]
 
 
 def _mcp_catalog(value: Any, where: str) -> dict[str, Any] | None:
-    """``catalog: {mcp: {...}, pinned: FILE}`` checked (bench/mcp/spec.py), or None for a file or class."""
-    from surfbench.bench.mcp.spec import catalog_mapping
+    """``catalog: {mcp: {...}, pinned: FILE}`` checked (bench/mcp/mcp_spec.py), or None for a file or class."""
+    from surfbench.bench.mcp.mcp_spec import catalog_mapping
 
     try:
         return catalog_mapping(value, where)

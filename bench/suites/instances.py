@@ -5,7 +5,7 @@ server of several a call goes to) get a value per task: the task's ``meta`` name
 else the parameter's schema ``default`` is what the task wants (the user named none). A call that reached the
 backend (kind ``operation``, successful or not: it ran somewhere) reached the value its arguments give, or the
 schema's default when they give none. Used by the ``instance accuracy`` metric (bench/run/rows.py,
-bench/analysis/instances.py) and by :func:`instance_check`, a check a suite may list in ``checks:``.
+bench/analysis/instance_accuracy.py) and by :func:`instance_check`, a check a suite may list in ``checks:``.
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ CORE_TAGS = frozenset(
 calls), arg-heavy, near-miss (a similar operation exists), should-refuse (the scorer expects a refusal),
 read|write, multi-turn."""
 SPLITS = ("dev", "test", "synth")
-"""``synth``: tasks ``surfbench synth`` made and verified (bench/run/synth_run.py), never mixed into dev or test."""
+"""``synth``: tasks ``surfbench synth`` made and verified (bench/synth/synth_run.py), never mixed into dev or test."""
 DEFAULT_SYSTEM = (
     "You are an assistant that acts through the tools you are given. Use the tools to do what the user "
     "asks, then answer briefly in plain text. If no tool can do it, say so."

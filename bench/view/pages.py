@@ -1,4 +1,4 @@
-"""The viewer's pages of runs, cells and episodes (bench/view/compare.py: a task across cells, an operation).
+"""The viewer's pages of runs, cells and episodes (bench/view/compare_pages.py: a task across cells, an operation).
 
 Each function returns one whole page; ``static`` pages are an export's (``surfbench view --export``): a cell's page
 then lists all its episodes, and its filters run in the page (viewer.js) instead of on the server.
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from surfbench.bench.report.viewer_links import cell_path, episode_path, task_path
-from surfbench.bench.view.episode import StepView, checks, first_tries, steps, system_text
+from surfbench.bench.view.episode_page import StepView, checks, first_tries, steps, system_text
 from surfbench.bench.view.html import badge, details, esc, link, number, page, pre, table
 from surfbench.bench.view.index import OUTCOMES, PAGE_SIZE, Filters, ViewCell, ViewIndex, listed, missing, outcome
 

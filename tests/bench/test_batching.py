@@ -1,4 +1,4 @@
-"""The batching benchmark's pure parts (bench/analysis/batching.py) on hand-built tables, and its plan (--dry-run).
+"""The batching benchmark's pure parts (bench/serverbench/batching.py) on hand-built tables, and its plan (--dry-run).
 
 The benchmark itself runs the real model (scripts/bench_batching.py, for the lead on a quiet machine); what it
 decides from its runs is checked here: which settings it reads, which episodes it calls different, the rows it
@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from surfbench.bench.analysis.batching import (
+from surfbench.bench.models import providers
+from surfbench.bench.serverbench.batching import (
     DEFAULT_SETTINGS,
     Setting,
     best_setting,
@@ -27,7 +28,6 @@ from surfbench.bench.analysis.batching import (
     speedups,
     workload_outcomes,
 )
-from surfbench.bench.models import providers
 from tests.bench.test_upstream_server import install_fake_binary
 from tests.conftest import ROOT, load_script
 

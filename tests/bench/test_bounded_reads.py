@@ -184,8 +184,8 @@ def test_an_mcp_answer_over_the_limit_ends_in_one_line(tmp_path: Path) -> None:
 
 
 def test_an_http_tools_list_answer_over_the_limit_is_one_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from surfbench.bench.mcp.catalog import live_catalog
-    from surfbench.bench.mcp.spec import McpError, ServerSpec
+    from surfbench.bench.mcp.mcp_catalog import live_catalog
+    from surfbench.bench.mcp.mcp_spec import McpError, ServerSpec
     from tests.bench.test_mcp_http import SERVER as HTTP_SERVER
     from tests.bench.test_mcp_http import TOKEN, free_port
 

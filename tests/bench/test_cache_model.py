@@ -21,7 +21,6 @@ from surfbench.bench.analysis.cache_model import (
     slot_cache_counts,
     summarize,
 )
-from surfbench.bench.analysis.slot_check import compare_requests, compare_tokens
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.models.cache_profiles import (
     PROFILES,
@@ -32,6 +31,7 @@ from surfbench.bench.models.cache_profiles import (
     usage_split,
 )
 from surfbench.bench.models.cost import call_usage
+from surfbench.bench.serverbench.slot_check import compare_requests, compare_tokens
 
 SYSTEM = ("system", "sys", 200)
 TOOLS = ("tools", "block-1", 1500)

@@ -1,7 +1,7 @@
 """Partial and efficient credit on hand-built episodes with known answers, and their per-cell means and intervals.
 
 Definitions: docs/metrics.md (partial and efficient credit); code: bench/score/credit.py (per episode),
-bench/analysis/credit.py (per cell). The intervals are checked against scipy's bootstrap and to lie in [0, 1].
+bench/analysis/credit_summary.py (per cell). The intervals are checked against scipy's bootstrap and to lie in [0, 1].
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from surfbench.bench.analysis.credit import mean_interval
+from surfbench.bench.analysis.credit_summary import mean_interval
 from surfbench.bench.analysis.metrics import summarize_cell
 from surfbench.bench.base.taxonomy import ErrorType
 from surfbench.bench.contracts.records import CallRecord, EpisodeTrace, StepRecord

@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from surfbench.bench.cli.cli import main as cli_main
-from surfbench.bench.mcp.catalog import live_catalog
-from surfbench.bench.mcp.spec import from_command
+from surfbench.bench.mcp.mcp_catalog import live_catalog
+from surfbench.bench.mcp.mcp_spec import from_command
 from surfbench.bench.store.results import load_runs
 from surfbench.bench.suites.suite import load_suite
 from tests.bench.mcp_helpers import TINY, git_repo, processes_with, tiny

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from surfbench.bench.analysis.instances import instance_fields
+from surfbench.bench.analysis.instance_accuracy import instance_fields
 from surfbench.bench.analysis.metrics import METRICS, summarize_cell
 from surfbench.bench.contracts.records import CallRecord
 from surfbench.bench.report.gate import _ratio_verdict

@@ -11,8 +11,8 @@ import pytest
 
 from surfbench.bench.catalog.importers import load_catalog
 from surfbench.bench.cli.cli import main
-from surfbench.bench.mcp.catalog import drift, live_catalog
-from surfbench.bench.mcp.spec import from_command
+from surfbench.bench.mcp.mcp_catalog import drift, live_catalog
+from surfbench.bench.mcp.mcp_spec import from_command
 from tests.bench.mcp_helpers import git_repo, processes_with, tiny
 
 pytest.importorskip("mcp_server_git", reason="mcp-server-git is a dev dependency (pip install -e .[dev])")

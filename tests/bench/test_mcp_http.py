@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from surfbench.bench.cli.cli import main
-from surfbench.bench.mcp.catalog import live_catalog
-from surfbench.bench.mcp.spec import ServerSpec
+from surfbench.bench.mcp.mcp_catalog import live_catalog
+from surfbench.bench.mcp.mcp_spec import ServerSpec
 
 pytest.importorskip("uvicorn", reason="n/a: the HTTP test server needs uvicorn (installed with mcp)")
 SERVER = Path(__file__).resolve().parent.parent / "fixtures" / "mcp_servers" / "http_server.py"

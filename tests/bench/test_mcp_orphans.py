@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from surfbench.bench.mcp import guard
-from surfbench.bench.mcp.client import McpClient
-from surfbench.bench.mcp.spec import from_command
+from surfbench.bench.mcp.mcp_client import McpClient
+from surfbench.bench.mcp.mcp_spec import from_command
 from tests.bench.mcp_helpers import TINY, processes_with, server_pid, tiny
 from tests.conftest import ROOT
 

@@ -23,8 +23,8 @@ import yaml
 
 from surfbench.bench.cli.cli import main as cli_main
 from surfbench.bench.cli.scaffold_mcp import recipe
-from surfbench.bench.mcp.catalog import Workdir
-from surfbench.bench.mcp.spec import from_mapping
+from surfbench.bench.mcp.mcp_catalog import Workdir
+from surfbench.bench.mcp.mcp_spec import from_mapping
 from surfbench.bench.store.results import load_runs
 from surfbench.bench.suites.fields import SuiteError
 from surfbench.bench.suites.suite import load_suite

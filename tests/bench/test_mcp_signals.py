@@ -14,8 +14,8 @@ from tests.bench.mcp_helpers import TINY, processes_with, server_pid, tiny
 
 HARNESS = f"""
 import sys, time
-from surfbench.bench.mcp.client import McpClient
-from surfbench.bench.mcp.spec import from_command
+from surfbench.bench.mcp.mcp_client import McpClient
+from surfbench.bench.mcp.mcp_spec import from_command
 client = McpClient(from_command({tiny("ok")!r}))
 client.start()
 client.call_tool("pid", {{}})

@@ -173,7 +173,7 @@ def test_every_point_on_an_accuracy_axis_has_its_95_percent_interval(tmp_path: P
 
 def test_the_tables_link_to_the_viewer_when_given_its_address(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from surfbench.bench.view.index import ViewIndex
-    from surfbench.bench.view.server import Site
+    from surfbench.bench.view.view_server import Site
 
     monkeypatch.delenv("SURFBENCH_VIEWER_URL", raising=False)
     run = REFERENCE / "forge-dev-qwen0.5b"

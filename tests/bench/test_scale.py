@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from surfbench.bench.catalog.catalog import Catalog, Operation
-from surfbench.bench.catalog.limits import (
+from surfbench.bench.catalog.provider_limits import (
     NAME_PATTERN,
     ProviderLimits,
     name_map_for,

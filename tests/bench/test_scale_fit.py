@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from surfbench.bench.catalog.limits import ProviderLimits, predict_fit
+from surfbench.bench.catalog.provider_limits import ProviderLimits, predict_fit
 from surfbench.bench.run.fit import DOES_NOT_FIT_PREFIX
 from surfbench.bench.score.scorer import is_context_overflow
 

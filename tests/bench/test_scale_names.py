@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from surfbench.bench.catalog.limits import recorded_originals
+from surfbench.bench.catalog.provider_limits import recorded_originals
 
 API = {
     "openapi": "3.0.0",

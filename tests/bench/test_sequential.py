@@ -1,4 +1,4 @@
-"""The sequential test (bench.analysis.sequential): error rates under optional stopping, power, the CS, the plan."""
+"""The sequential test (bench.sequential.sequential): error rates under optional stopping, power, the CS, the plan."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from surfbench.bench.analysis.power import pairs_needed
-from surfbench.bench.analysis.sequential import (
+from surfbench.bench.sequential.sequential import (
     AT_BUDGET,
     CONTINUES,
     FAIL,

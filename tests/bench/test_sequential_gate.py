@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from surfbench.bench.analysis.sequential import decide
-from surfbench.bench.analysis.sequential_pairs import read_record
 from surfbench.bench.cli.cli import main as cli
+from surfbench.bench.sequential.sequential import decide
+from surfbench.bench.sequential.sequential_pairs import read_record
 from surfbench.bench.store.results import load_runs
 from tests.bench.test_sweep import ORACLE, surfbench
 from tests.conftest import ROOT

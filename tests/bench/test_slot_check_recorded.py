@@ -4,7 +4,7 @@ The fixture is a real run, recorded 2026-12-02 on llama.cpp's server (llama-cpp-
 ``surfbench run suite=forge surface=core split=dev limit=2 no_cache=true model=qwen2.5-coder-0.5b-instruct
 +model.server=llama-server``, compacted. Each step keeps the server's ``timings.cache_n`` / ``timings.prompt_n``
 (records v7), and :func:`compare_requests` replays the ``local`` profile on the run's recorded requests (segments).
-The token-level check (:mod:`surfbench.bench.analysis.slot_tokens`) rebuilds each request's exact token ids with the
+The token-level check (:mod:`surfbench.bench.serverbench.slot_tokens`) rebuilds each request's exact token ids with the
 model's own chat template and vocabulary (the pulled GGUF) and replays them: exact on every step.
 """
 
@@ -15,9 +15,9 @@ import os
 import pytest
 
 from surfbench.bench.analysis.cache_requests import run_requests
-from surfbench.bench.analysis.slot_check import compare_requests, compare_tokens
-from surfbench.bench.analysis.slot_tokens import GGUFChat, model_gguf, request_messages, token_records
 from surfbench.bench.models.local import ModelUnavailable
+from surfbench.bench.serverbench.slot_check import compare_requests, compare_tokens
+from surfbench.bench.serverbench.slot_tokens import GGUFChat, model_gguf, request_messages, token_records
 from surfbench.bench.store.reader import load
 from tests.conftest import ROOT
 

@@ -18,14 +18,14 @@ import pytest
 
 from surfbench.bench.models.scripted import call_turn
 from surfbench.bench.models.types import ModelRequest, ModelTurn
-from surfbench.bench.run import synth_verify
-from surfbench.bench.run.synth_run import Model, Synthesizer, largest_remainder
-from surfbench.bench.run.synth_verify import ReplayClient
 from surfbench.bench.store.identity import task_hash
 from surfbench.bench.suites.fields import SuiteError
 from surfbench.bench.suites.format_checks import task_from
-from surfbench.bench.suites.synth_build import GENERATOR, Candidate, Draft, Ref
-from surfbench.bench.suites.synth_spec import Say, SynthPlan, load_spec
+from surfbench.bench.synth import synth_verify
+from surfbench.bench.synth.synth_build import GENERATOR, Candidate, Draft, Ref
+from surfbench.bench.synth.synth_run import Model, Synthesizer, largest_remainder
+from surfbench.bench.synth.synth_spec import Say, SynthPlan, load_spec
+from surfbench.bench.synth.synth_verify import ReplayClient
 
 WEB = {"owner": "acme", "repo": "web"}
 

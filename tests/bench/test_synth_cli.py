@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from surfbench.bench.cli.cli import main as cli_main
-from surfbench.bench.run.synth_run import Synthesizer
+from surfbench.bench.synth.synth_run import Synthesizer
 
 HAND = "- id: mine\n  turns: [hello]\n"
 """A hand-written task file that synth must not overwrite."""

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.run.synth_verify import Verifier
 from surfbench.bench.suites.checks import check_state
 from surfbench.bench.suites.fields import SuiteError
 from surfbench.bench.suites.format_checks import task_from
 from surfbench.bench.suites.matchers import example_args
 from surfbench.bench.suites.suite import Task, load_suite
-from surfbench.bench.suites.synth_build import GENERATOR
-from surfbench.bench.suites.synth_checks import state_checks
+from surfbench.bench.synth.synth_build import GENERATOR
+from surfbench.bench.synth.synth_checks import state_checks
+from surfbench.bench.synth.synth_verify import Verifier
 
 Calls = list[tuple[str, dict[str, Any]]]
 

@@ -19,8 +19,8 @@ import yaml
 
 from surfbench.bench.base.config import surface_config
 from surfbench.bench.cli.cli import main as cli_main
-from surfbench.bench.run.synth_verify import Verifier
 from surfbench.bench.suites.suite import Task, load_suite
+from surfbench.bench.synth.synth_verify import Verifier
 
 GRAPH_SERVER = Path(__file__).resolve().parent.parent / "fixtures" / "mcp_servers" / "graph_server.py"
 SEED = [

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from surfbench.bench.catalog.catalog import Operation
 from surfbench.bench.cli.cli import main as cli_main
-from surfbench.bench.suites.synth_world import (
+from surfbench.bench.synth.synth_world import (
     NEW_NAMES,
     World,
     harvest,

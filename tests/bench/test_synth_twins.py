@@ -1,10 +1,10 @@
-"""Synthesized twins of the forge's hand-written dev tasks (bench/suites/synth_twins.py): each twin asks for the
+"""Synthesized twins of the forge's hand-written dev tasks (bench/synth/synth_twins.py): each twin asks for the
 same operations, none is drawn twice, and the draw is the seed's."""
 
 from __future__ import annotations
 
 from surfbench.bench.suites.suite import load_suite
-from surfbench.bench.suites.synth_twins import REFUSE, draw_twins, signature
+from surfbench.bench.synth.synth_twins import REFUSE, draw_twins, signature
 
 
 def test_each_dev_task_gets_a_synthesized_twin_asking_for_the_same_operations():

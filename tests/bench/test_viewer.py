@@ -25,9 +25,9 @@ import pytest
 
 from surfbench.bench.cli.cli import main as cli
 from surfbench.bench.report.viewer_links import cell_path, episode_path, page_name, task_path
-from surfbench.bench.view.episode import checks, first_divergence
+from surfbench.bench.view.episode_page import checks, first_divergence
 from surfbench.bench.view.index import ViewIndex
-from surfbench.bench.view.server import Site, make_server
+from surfbench.bench.view.view_server import Site, make_server
 from tests.conftest import ROOT
 
 RUN = ROOT / "results" / "reference" / "forge-dev-qwen0.5b"

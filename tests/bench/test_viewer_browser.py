@@ -23,7 +23,7 @@ import pytest
 from surfbench.bench.cli.cli import main as cli
 from surfbench.bench.report.report import write_report
 from surfbench.bench.view.index import ViewIndex
-from surfbench.bench.view.server import Site, make_server
+from surfbench.bench.view.view_server import Site, make_server
 from tests.conftest import ROOT
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

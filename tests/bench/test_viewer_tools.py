@@ -23,10 +23,10 @@ from surfbench.bench.store.compact import compact
 from surfbench.bench.store.reader import load
 from surfbench.bench.store.results import RunStore
 from surfbench.bench.store.tool_texts import TOOLS
-from surfbench.bench.view.episode import StepView
+from surfbench.bench.view.episode_page import StepView
 from surfbench.bench.view.index import ViewIndex
 from surfbench.bench.view.pages import _tool_block
-from surfbench.bench.view.server import Site
+from surfbench.bench.view.view_server import Site
 from tests.conftest import ROOT
 
 MODEL = {"provider": "scripted", "script_suite": "notes_mcp", "params_b": 0.0, "mode": "native", "max_tokens": 64}

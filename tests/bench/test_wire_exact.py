@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from surfbench.bench.catalog.importers import load_catalog
-from surfbench.bench.catalog.limits import NAME_PATTERN, name_map_for, original_names
+from surfbench.bench.catalog.provider_limits import NAME_PATTERN, name_map_for, original_names
 from tests.conftest import FIXTURES, ROOT
 
 CATS = FIXTURES / "catalogs"

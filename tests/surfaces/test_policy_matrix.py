@@ -54,7 +54,11 @@ class Recording:
     def state(self) -> dict[str, Any]:
         return dict(self.inner.state())
 
-    def __getattr__(self, name: str) -> Any:  # last_error_type, close
+    @property
+    def last_error_type(self) -> str | None:  # declared (bench.contracts.backend.ReportsErrorType): the inner one's
+        return getattr(self.inner, "last_error_type", None)
+
+    def __getattr__(self, name: str) -> Any:  # close
         return getattr(self.inner, name)
 
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from surfbench.bench.mcp.catalog import Workdir
-from surfbench.bench.mcp.spec import McpError, from_mapping
+from surfbench.bench.mcp.mcp_catalog import Workdir
+from surfbench.bench.mcp.mcp_spec import McpError, from_mapping
 from surfbench.bench.models import ModelPool
 from surfbench.bench.models.scripted import OracleClient, ScriptedClient, call_turn, text_turn
 from surfbench.bench.run.episode import LoopSettings, run_episode
@@ -35,7 +35,7 @@ from surfbench.tasks.git.state import git_state  # noqa: E402
 SUITE = load_suite("git")
 WRITTEN = [t for t in SUITE.tasks if t.split != "synth"]
 """The hand-written tasks. The synthesized ones (split synth, synth/tasks.jsonl) were each replayed on the real
-server, and mutated, when `surfbench synth git` made them (bench/run/synth_verify.py); `surfbench check git`
+server, and mutated, when `surfbench synth git` made them (bench/synth/synth_verify.py); `surfbench check git`
 replays them all again (a server per task: about half an hour for 300, too long for every test run)."""
 HEAD = "a27ed1da48ab55fceb674e1160c5c74fa95377c9"
 """main's tip in the fixture: the same on every machine (fixed names, emails, dates; no global config)."""

@@ -4,7 +4,7 @@ One operation per path + method: ``operationId`` is the name (or ``<method>_<pat
 first tag is the category, and path, query and body (or form) parameters are merged into one object
 schema. Local ``$ref`` pointers are resolved inline; a reference cycle is an error naming the tool.
 A name providers reject as a tool name (``repos/get``) becomes a valid one (``repos__get``); the map
-is kept per source (:func:`surfbench.bench.catalog.limits.name_map_for`).
+is kept per source (:func:`surfbench.bench.catalog.provider_limits.name_map_for`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from surfbench.bench.catalog.catalog import CatalogError, Operation
 from surfbench.bench.catalog.importers.common import make_operation
-from surfbench.bench.catalog.limits import record_name_map, safe_names
+from surfbench.bench.catalog.provider_limits import record_name_map, safe_names
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 PARAM_LOCATIONS = ("path", "query", "formData")
@@ -134,7 +134,8 @@ def import_openapi(doc: Any, source: str) -> list[Operation]:
                 raise CatalogError(source, f"{method.upper()} {path} is not an object")
             name = spec.get("operationId") or _fallback_name(method, path)
             ops.append(_operation(resolver, name, method, path, spec, shared, source))
-    # GitHub's `repos/update-org-ruleset`: no provider takes `/` in a tool name; the map is kept (bench.catalog.limits)
+    # GitHub's `repos/update-org-ruleset`: no provider takes `/` in a tool name; the map is kept
+    # (bench.catalog.provider_limits)
     renamed = safe_names(op.name for op in ops)
     record_name_map(source, renamed)
     return [dataclasses.replace(op, name=renamed[op.name]) if op.name in renamed else op for op in ops]

@@ -23,20 +23,22 @@ from typing import Any
 from surfbench.bench.base.config import surface_config
 from surfbench.bench.base.validation import validate_args
 from surfbench.bench.catalog.catalog import Catalog
+from surfbench.bench.contracts.backend import ReportsErrorType
 from surfbench.bench.contracts.records import EpisodeTrace
 from surfbench.bench.contracts.registry import build_surface
 from surfbench.bench.contracts.surface import Surface
 from surfbench.bench.models.scripted import call_turn, with_usage
 from surfbench.bench.models.types import ModelClient, ModelRequest, ModelTurn
 from surfbench.bench.run.episode import LoopSettings, run_episode
+from surfbench.bench.run.play import close_backend
 from surfbench.bench.score.scorer import EpisodeScore, score_episode
 from surfbench.bench.suites.checks import suite_checks
 from surfbench.bench.suites.format_checks import task_from
 from surfbench.bench.suites.policy import cell_policy
 from surfbench.bench.suites.suite_model import Suite, Task
-from surfbench.bench.suites.synth_build import Candidate, Ref, task_row
-from surfbench.bench.suites.synth_checks import answer_check, at, result_text, state_checks
-from surfbench.bench.suites.synth_world import declares_reads, keeps_state, parse_result, reads
+from surfbench.bench.synth.synth_build import Candidate, Ref, task_row
+from surfbench.bench.synth.synth_checks import answer_check, at, result_text, state_checks
+from surfbench.bench.synth.synth_world import declares_reads, keeps_state, parse_result, reads
 
 Calls = list[tuple[str, dict[str, Any]]]
 WHOLE_CATALOG_UP_TO = 500
@@ -152,7 +154,7 @@ class Verifier:
             trace = run_episode(task, surface.session(task.turns[0]), backend, ReplayClient(calls, answer),
                                 settings, self.suite.system_prompt, self._schema, self.policy)  # fmt: skip
         finally:
-            getattr(backend, "close", lambda: None)()
+            close_backend(backend)
         return trace, before
 
     def _schema(self, name: str) -> dict[str, Any] | None:
@@ -264,11 +266,11 @@ class LazyBackend:
 
     @property
     def last_error_type(self) -> str | None:
-        return getattr(self._real, "last_error_type", None)
+        return self._real.last_error_type if isinstance(self._real, ReportsErrorType) else None
 
     def close(self) -> None:
         if self._real is not None:
-            getattr(self._real, "close", lambda: None)()
+            close_backend(self._real)
 
 
 def mutations(cand: Candidate, calls: Calls, catalog: Any, rng: random.Random) -> list[tuple[str, Calls]]:
@@ -331,7 +333,7 @@ def back_translation(verifier: Verifier, task: Task, client: ModelClient, tries:
             trace = run_episode(task, verifier.surface.session(task.turns[0]), backend, client, settings,
                                 verifier.suite.system_prompt, verifier._schema, verifier.policy)  # fmt: skip
         finally:
-            getattr(backend, "close", lambda: None)()
+            close_backend(backend)
         verifier.episodes += 1
         if verifier.score(task, trace).success:
             return True

@@ -1,4 +1,4 @@
-"""``surfbench synth SUITE``: verified tasks from the suite's own catalog and world (bench/run/synth_run.py).
+"""``surfbench synth SUITE``: verified tasks from the suite's own catalog and world (bench/synth/synth_run.py).
 
 Writes them, with the command that regenerates them in the file's header, to ``SUITE/synth/tasks.yaml``
 (or ``--out``), as split ``synth``; prints a summary (kept, rejected by reason, per operation). ``--dry-run``
@@ -18,14 +18,15 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
 
+from surfbench.bench.base.argtypes import positive_int
 from surfbench.bench.base.atomic import output_problem
 from surfbench.bench.base.atomic import staged as staged_file
 
 if TYPE_CHECKING:  # the engine loads when the command runs, not with the parser
-    from surfbench.bench.run.synth_run import Model, SynthResult
+    from surfbench.bench.synth.synth_run import Model, SynthResult
 
 DRY_RUN = 10
-"""Candidates ``--dry-run`` shows (bench.run.synth_run.DRY_RUN)."""
+"""Candidates ``--dry-run`` shows (bench.synth.synth_run.DRY_RUN)."""
 
 OUT = Path("synth") / "tasks.jsonl"
 """Where the tasks go by default, relative to the suite's folder: JSON lines (a thousand load in a blink),
@@ -48,7 +49,7 @@ def command_line(args: argparse.Namespace) -> str:
 
 def header_lines(result: SynthResult, command: str) -> list[str]:
     """What made a task file, how to make it again, what was rejected and why (no time, no path of this machine)."""
-    from surfbench.bench.suites.synth_build import GENERATOR
+    from surfbench.bench.synth.synth_build import GENERATOR
 
     rejected = ", ".join(f"{code} {count}" for code, count in sorted(result.rejected.items())) or "none"
     ops = len(result.suite.catalog)
@@ -244,13 +245,13 @@ def _model(name: str | None) -> Model | None:
     if not name:
         return None
     from surfbench.bench.models import ModelPool, model_config
-    from surfbench.bench.run.synth_run import Model
+    from surfbench.bench.synth.synth_run import Model
 
     return Model(name, ModelPool(None).client(model_config(name)))
 
 
 def _synth(args: argparse.Namespace) -> int:
-    from surfbench.bench.run.synth_run import Synthesizer
+    from surfbench.bench.synth.synth_run import Synthesizer
 
     bar = Bar(live={"live": True, "plain": False}.get(args.progress))
     n = min(args.n, DRY_RUN) if args.dry_run else args.n
@@ -295,21 +296,11 @@ def _synth(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value}")
-    return value
-
-
 def add_synth_command(sub: Any) -> None:
     """The ``synth`` subcommand, on the ``surfbench`` parser's subparsers."""
     p = sub.add_parser("synth", help="verified tasks from a suite's catalog and world (split synth)")
     p.add_argument("suite", metavar="SUITE", help="a suite's name or folder")
-    p.add_argument("--n", type=_positive_int, default=100, help="tasks to keep (default 100)")
+    p.add_argument("--n", type=positive_int, default=100, help="tasks to keep (default 100)")
     p.add_argument("--seed", type=int, default=0, help="the seed every draw follows (default 0)")
     p.add_argument("--out", default=None, help=f"the task file to write (default: SUITE/{OUT.as_posix()})")
     p.add_argument("--dry-run", action="store_true", help=f"print {DRY_RUN} candidates and their verification")
@@ -320,10 +311,10 @@ def add_synth_command(sub: Any) -> None:
         default=None,
         help="a model config shown full that must solve each task from its request (back-translation)",
     )
-    p.add_argument("--checker-tries", type=_positive_int, default=3, help="tries the checker gets per task (3)")
+    p.add_argument("--checker-tries", type=positive_int, default=3, help="tries the checker gets per task (3)")
     p.add_argument(
         "--jobs",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         help="candidates verified at once (a live server's start is slow); the tasks are the same",
     )

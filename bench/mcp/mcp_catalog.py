@@ -17,8 +17,8 @@ from surfbench.bench.catalog.catalog import Catalog, CatalogError
 from surfbench.bench.catalog.importers.common import check_descriptions
 from surfbench.bench.catalog.importers.tools_json import import_mcp
 from surfbench.bench.catalog.wire import compact_json
-from surfbench.bench.mcp.client import McpClient, ToolList
-from surfbench.bench.mcp.spec import McpError, ServerSpec, load_setup
+from surfbench.bench.mcp.mcp_client import McpClient, ToolList
+from surfbench.bench.mcp.mcp_spec import McpError, ServerSpec, load_setup
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from mcp.client.stdio import get_default_environment
 
 from surfbench.bench.catalog.wire import compact_json
 from surfbench.bench.mcp.guard import NOT_FOUND
-from surfbench.bench.mcp.spec import McpError, McpServerDied, ServerSpec
+from surfbench.bench.mcp.mcp_spec import McpError, McpServerDied, ServerSpec
 from surfbench.bench.mcp.transport import WireLog, raw_stdio
 
 T = TypeVar("T")

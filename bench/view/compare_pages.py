@@ -2,7 +2,7 @@
 
 The task page puts the task's episodes (one per cell of the loaded runs, the same repeat) in columns and their
 steps in rows, so step 2 of ``full`` sits next to step 2 of ``dispatcher``; each column marks its first divergence
-from the expected calls (:func:`surfbench.bench.view.episode.first_divergence`).
+from the expected calls (:func:`surfbench.bench.view.episode_page.first_divergence`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from surfbench.bench.report.viewer_links import cell_path, episode_path, page_name, task_path
-from surfbench.bench.view.episode import Divergence, first_divergence
+from surfbench.bench.view.episode_page import Divergence, first_divergence
 from surfbench.bench.view.html import badge, esc, link, number, page, pre, table
 from surfbench.bench.view.index import ViewCell, ViewIndex, expected_ops, listed, missing, outcome
 

@@ -7,7 +7,7 @@ Two checks:
 - :func:`compare_tokens`: from the exact token ids of each prompt (and, where known, of what was generated for it),
   in the order sent. This is exact: :func:`surfbench.bench.analysis.cache_model.slot_cache_counts` must equal
   ``cache_n`` on every request, and ``cache_n + prompt_n`` must be the prompt's length (else the ids are not the
-  ones the server tokenized). :mod:`surfbench.bench.analysis.slot_tokens` rebuilds those ids from a recorded run
+  ones the server tokenized). :mod:`surfbench.bench.serverbench.slot_tokens` rebuilds those ids from a recorded run
   of a local model (the GGUF's chat template and vocabulary): exact on every request of the recorded fixture.
 - :func:`compare_requests`: the ``local`` profile on a run's recorded requests (segments, not token ids) against
   the counts recorded per step. A step that extends the previous request reuses that request's reported length;
@@ -95,7 +95,7 @@ def compare_tokens(records: Sequence[Mapping[str, Any]]) -> SlotComparison:
 
     Each record, in the order sent: ``prompt_ids`` (the prompt's token ids), optionally ``generated_ids``,
     ``id_slot`` and ``where`` (what to call it), and the server's ``timings``.
-    :mod:`surfbench.bench.analysis.slot_tokens` rebuilds them from a recorded run.
+    :mod:`surfbench.bench.serverbench.slot_tokens` rebuilds them from a recorded run.
     """
     slots: dict[int, list[int]] = {}
     for i, rec in enumerate(records):

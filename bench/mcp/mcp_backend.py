@@ -17,10 +17,10 @@ from typing import Any
 
 from surfbench.bench.base.taxonomy import ErrorType
 from surfbench.bench.contracts.backend import ServerError, ToolError
-from surfbench.bench.mcp.catalog import Workdir
-from surfbench.bench.mcp.client import McpClient, McpTimeout
-from surfbench.bench.mcp.pool import Lease, ServerPool
-from surfbench.bench.mcp.spec import McpServerDied, ServerSpec
+from surfbench.bench.mcp.mcp_catalog import Workdir
+from surfbench.bench.mcp.mcp_client import McpClient, McpTimeout
+from surfbench.bench.mcp.mcp_pool import Lease, ServerPool
+from surfbench.bench.mcp.mcp_spec import McpServerDied, ServerSpec
 from surfbench.bench.mcp.watch import DataWatch
 
 

@@ -3,7 +3,7 @@
 A candidate is one phrasing of one plan (an operation, a pair of calls, or a refusal) over one bundle of
 the world. What can be judged without running anything is judged here (every slot filled, no operation
 name or argument key in the request, no near-duplicate); the replay that decides the rest is
-:mod:`surfbench.bench.run.synth_verify`'s.
+:mod:`surfbench.bench.synth.synth_verify`'s.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from surfbench.bench.base.validation import validate_args
 from surfbench.bench.catalog.catalog import Catalog, Operation
 from surfbench.bench.suites.matchers import example_args
 from surfbench.bench.suites.suite_model import Task
-from surfbench.bench.suites.synth_spec import Say, SynthPlan, SynthSpec, missing_slots, render
-from surfbench.bench.suites.synth_world import World, declares_reads, pool_bundles, reads, world_value
+from surfbench.bench.synth.synth_spec import Say, SynthPlan, SynthSpec, missing_slots, render
+from surfbench.bench.synth.synth_world import World, declares_reads, pool_bundles, reads, world_value
 
 GENERATOR = "surfbench-synth/2"
 """The generator's version: recorded with every task it makes (and so part of the task's content hash)."""
@@ -72,7 +72,7 @@ class Candidate:
 
 
 def _resolve(value: Any, bundle: Mapping[str, Any], values: Mapping[str, list[Any]], rng: random.Random) -> Any:
-    """A template's argument value (see bench.suites.synth_spec): bundle field, named value, pick, reference."""
+    """A template's argument value (see bench.synth.synth_spec): bundle field, named value, pick, reference."""
     if isinstance(value, str):
         if value.startswith("@"):
             return bundle.get(value[1:])

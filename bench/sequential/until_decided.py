@@ -1,9 +1,9 @@
 """``surfbench run -m surface=full,core,dispatcher ... until_decided=GATE budget=N``: a run that stops once decided.
 
 The cells of the sweep run **paired, batch by batch**: the tasks every cell selected are put in a seeded random
-order (``order_seed``, bench.analysis.sequential_pairs.seeded_order), and each batch of ``batch`` tasks runs on
+order (``order_seed``, bench.sequential.sequential_pairs.seeded_order), and each batch of ``batch`` tasks runs on
 every compared surface (each task with all its repeats) before the next batch starts. After each batch the gate
-file's sequential criteria are tested (bench.report.sequential_gate: an always-valid test, so looking after every
+file's sequential criteria are tested (bench.sequential.sequential_gate: an always-valid test, so looking after every
 batch keeps its error rate); a candidate whose criteria are all decided stops running (the baseline runs while
 any candidate on its model still needs it), and the run stops when every criterion is decided or ``budget``
 tasks have run, and says which. The design (gate, seed, batch, budget, order) and each look are recorded in
@@ -23,15 +23,47 @@ from __future__ import annotations
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from surfbench.bench.base.secrets import redact
 
 if TYPE_CHECKING:
-    from surfbench.bench.cli.compose import Composed
-    from surfbench.bench.report.sequential_gate import SequentialGate
+    from surfbench.bench.sequential.sequential_gate import SequentialGate
+
+
+class ComposedCellView(Protocol):
+    """What this room reads of one composed cell (bench.cli.compose.ComposedCell).
+
+    A feature room does not import the front ends: the shape is declared here, and mypy checks the front end's
+    against it.
+    """
+
+    @property
+    def config(self) -> Any:
+        """The composed DictConfig, ``hydra`` node included."""
+        ...
+
+    @property
+    def choices(self) -> dict[str, str]:
+        """The config chosen in each group."""
+        ...
+
+    def task(self) -> Any:
+        """The config a job sees (without the ``hydra`` node)."""
+        ...
+
+
+class ComposedView(Protocol):
+    """What this room reads of the composed run (bench.cli.compose.Composed): its cells, and Hydra's multirun."""
+
+    @property
+    def cells(self) -> Sequence[ComposedCellView]: ...
+
+    @property
+    def multirun(self) -> bool: ...
+
 
 Job = Any
 """bench.cli.sweep.Job: a prepared cell (its cell, store, pool, settings, run name)."""
@@ -41,21 +73,23 @@ SHARED = ("until_decided", "budget", "batch", "order_seed", "run", "results_dir"
 
 
 def run_until_decided(
-    composed: Composed,
+    composed: ComposedView,
     prepare: Callable[..., Job],
     finish: Callable[[Job, int], Any],
     user_error: Callable[[Exception], bool],
+    *,
+    mark_failure: Callable[[str], None],
+    run_name_problem: Callable[[Any], str | None],
 ) -> list[Any]:
     """Run the composed cells paired, batch by batch, until the gate's sequential criteria are decided.
 
-    ``prepare`` / ``finish``: bench.cli.sweep's ``prepare_job`` and ``finish_job`` (passed in, so that this
-    module does not import the one that calls it); ``user_error``: whether an error is the user's (no traceback).
+    The front end's parts are passed in, so that this room does not import the front ends (bench/cli/, which
+    calls it): ``prepare`` / ``finish``, bench.cli.sweep's ``prepare_job`` and ``finish_job``; ``user_error``,
+    whether an error is the user's (no traceback); ``mark_failure`` and ``run_name_problem``, bench.cli.session's.
     Returns the cells' ``CellRun``s, or [] when the run was refused or a cell failed (marked as a failure).
     """
-    from surfbench.bench.cli.session import mark_failure
-
     try:
-        return _run(composed, prepare, finish)
+        return _run(composed, prepare, finish, run_name_problem)
     except Exception as exc:  # a refused design or a failing cell ends the whole run: the pairing needs every cell
         message = redact(f"until_decided: {exc}")
         mark_failure(message)
@@ -65,7 +99,7 @@ def run_until_decided(
         return []
 
 
-def _check_design(composed: Composed) -> tuple[Any, Path, dict[str, Any]]:
+def _check_design(composed: ComposedView) -> tuple[Any, Path, dict[str, Any]]:
     """(settings, gate file, criteria) once the cells' shared settings and the gate's surfaces are checked."""
     from surfbench.bench.base.config import ConfigError
     from surfbench.bench.report.gate_criteria import load_criteria
@@ -102,11 +136,15 @@ def _check_design(composed: Composed) -> tuple[Any, Path, dict[str, Any]]:
     return settings, gate, spec
 
 
-def _run(composed: Composed, prepare: Callable[..., Job], finish: Callable[[Job, int], Any]) -> list[Any]:
+def _run(
+    composed: ComposedView,
+    prepare: Callable[..., Job],
+    finish: Callable[[Job, int], Any],
+    run_name_problem: Callable[[Any], str | None],
+) -> list[Any]:
     from hydra.core.hydra_config import HydraConfig
 
     from surfbench.bench.base.config import ConfigError
-    from surfbench.bench.cli.session import run_name_problem
 
     HydraConfig.instance().set_config(composed.cells[0].config)  # ${hydra:...} resolves as under @hydra.main
     settings, gate, spec = _check_design(composed)
@@ -136,8 +174,8 @@ def own_pool(job: Job) -> Job:
 def _run_jobs(
     jobs: list[Job], settings: Any, gate: Path, spec: dict[str, Any], finish: Callable[[Job, int], Any]
 ) -> list[Any]:
-    from surfbench.bench.analysis.sequential_pairs import SequentialRecord, read_record, seeded_order, task_key
     from surfbench.bench.base.config import ConfigError
+    from surfbench.bench.sequential.sequential_pairs import SequentialRecord, read_record, seeded_order, task_key
 
     roots = {job.store.root for job in jobs}
     if len(roots) > 1:
@@ -175,16 +213,16 @@ def _run_jobs(
 
 
 def _write(root: Path, record: Any) -> None:
-    from surfbench.bench.analysis.sequential_pairs import write_record
+    from surfbench.bench.sequential.sequential_pairs import write_record
 
     write_record(root, record)
 
 
 def _batches(jobs: list[Job], tasks: list[dict[str, Any]], record: Any, root: Path, gate: Path) -> list[int]:
     """Run batch after batch, testing after each; return each job's new episodes."""
-    from surfbench.bench.report.sequential_gate import format_sequential, judge_sequential
     from surfbench.bench.run.progress import make_progress
     from surfbench.bench.run.runner import run_cell
+    from surfbench.bench.sequential.sequential_gate import format_sequential, judge_sequential
 
     new = [0] * len(jobs)
     needed = list(range(len(jobs)))

@@ -52,6 +52,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from surfbench.bench.report.gate_criteria import BATCH, threshold_to_unit
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -59,8 +61,6 @@ ALPHA = 0.05
 """Chance of a wrong decision per criterion (each direction alpha/2), under any stopping rule."""
 TRUNCATION = 0.5
 """c in the bets' truncation (Waudby-Smith & Ramdas use 1/2 or 3/4): a larger c bets more of the capital."""
-BATCH = 10
-"""Pairs between two looks, by default."""
 PASS, FAIL, CONTINUES, AT_BUDGET = "pass", "fail", "continues", "underpowered at budget"
 OUTCOMES = (PASS, FAIL, CONTINUES, AT_BUDGET)
 
@@ -79,17 +79,6 @@ def to_unit(values: np.ndarray, kind: str, threshold: float = 1.0) -> np.ndarray
             raise ValueError("a ratio must be above 0")
         return v / (v + threshold)
     raise ValueError(f"kind must be 'diff' or 'ratio', not {kind!r}")
-
-
-def threshold_to_unit(value: float, kind: str) -> float:
-    """A criterion's threshold on the test's [0, 1] scale (strictly inside, or a ValueError saying why)."""
-    if kind == "ratio":
-        if not value > 0:
-            raise ValueError(f"a ratio threshold must be above 0 (not {value})")
-        return 0.5  # r / (r + c) at r = c
-    if not -1 < value < 1:
-        raise ValueError(f"a sequential difference threshold must be between -1 and 1 (not {value})")
-    return (value + 1.0) / 2.0
 
 
 def unit_to_value(y: float, kind: str, threshold: float = 1.0) -> float:

@@ -1,10 +1,10 @@
 """``surfbench gate --sequential``: the criteria marked ``sequential: true`` judged with an always-valid test.
 
-Each sequential criterion is judged per candidate and model on its task pairs (bench.analysis.sequential_pairs)
+Each sequential criterion is judged per candidate and model on its task pairs (bench.sequential.sequential_pairs)
 taken in the runs' recorded order (``sequential.json``, written by ``surfbench run ... until_decided=GATE``), or,
 for runs that recorded none, a seeded random order of their tasks (``--seed``, default 0). The test looks after
 every batch of pairs (``--batch``, or the recorded one) up to the budget (``--budget``, the recorded one, or every
-pair the runs hold) and stops at the first look whose confidence sequence (bench.analysis.sequential) clears the
+pair the runs hold) and stops at the first look whose confidence sequence (bench.sequential.sequential) clears the
 threshold: ``pass`` or ``fail``, with the pairs it took; else ``underpowered at budget``, or ``continues`` when the
 runs hold fewer pairs than the budget. No pairs at all is ``no evidence``, as in the fixed-N gate.
 
@@ -23,17 +23,6 @@ from typing import TYPE_CHECKING
 
 from surfbench.bench.analysis.metrics import METRICS
 from surfbench.bench.analysis.power import Z_SUM
-from surfbench.bench.analysis.sequential import (
-    ALPHA,
-    AT_BUDGET,
-    BATCH,
-    CONTINUES,
-    FAIL,
-    PASS,
-    SequentialResult,
-    decide,
-)
-from surfbench.bench.analysis.sequential_pairs import RECORD, pair_values, read_record, seeded_order, task_key
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.report.gate import (
     DECISIONS,
@@ -44,7 +33,17 @@ from surfbench.bench.report.gate import (
     criterion_subsets,
     judge,
 )
-from surfbench.bench.report.gate_criteria import KINDS, Criterion, load_criteria
+from surfbench.bench.report.gate_criteria import BATCH, KINDS, Criterion, load_criteria
+from surfbench.bench.sequential.sequential import (
+    ALPHA,
+    AT_BUDGET,
+    CONTINUES,
+    FAIL,
+    PASS,
+    SequentialResult,
+    decide,
+)
+from surfbench.bench.sequential.sequential_pairs import RECORD, pair_values, read_record, seeded_order, task_key
 from surfbench.bench.store.reader import load
 
 if TYPE_CHECKING:

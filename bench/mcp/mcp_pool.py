@@ -12,8 +12,8 @@ import atexit
 import threading
 from dataclasses import dataclass, field
 
-from surfbench.bench.mcp.catalog import Workdir
-from surfbench.bench.mcp.client import McpClient
+from surfbench.bench.mcp.mcp_catalog import Workdir
+from surfbench.bench.mcp.mcp_client import McpClient
 
 
 @dataclass

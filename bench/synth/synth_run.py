@@ -19,10 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from surfbench.bench.models.types import ModelClient, ModelRequest
-from surfbench.bench.run.synth_verify import SynthVerdict, Verifier, back_translation
 from surfbench.bench.suites.suite import load_suite
 from surfbench.bench.suites.suite_model import Suite
-from surfbench.bench.suites.synth_build import (
+from surfbench.bench.synth.synth_build import (
     Candidate,
     Duplicates,
     call_key,
@@ -31,8 +30,9 @@ from surfbench.bench.suites.synth_build import (
     refusal_candidates,
     schema_problem,
 )
-from surfbench.bench.suites.synth_spec import SynthPlan, SynthSpec, generated_pair, load_spec
-from surfbench.bench.suites.synth_world import World, build_world, declares_reads, reads
+from surfbench.bench.synth.synth_spec import SynthPlan, SynthSpec, generated_pair, load_spec
+from surfbench.bench.synth.synth_verify import SynthVerdict, Verifier, back_translation
+from surfbench.bench.synth.synth_world import World, build_world, declares_reads, reads
 
 DEFAULT_REFUSE_SHARE = 0.06
 DEFAULT_MULTI_SHARE = 0.10

@@ -28,7 +28,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from surfbench.bench.base.secrets import redact
 from surfbench.bench.report.viewer_links import page_name
 from surfbench.bench.store.results import ResultsError
-from surfbench.bench.view.compare import op_names, op_page, task_page
+from surfbench.bench.view.compare_pages import op_names, op_page, task_page
 from surfbench.bench.view.html import STATIC, esc, page, static_file
 from surfbench.bench.view.index import Filters, ViewIndex
 from surfbench.bench.view.pages import cell_page, episode_page, index_page

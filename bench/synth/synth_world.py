@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from surfbench.bench.catalog.catalog import Catalog, Operation
+from surfbench.bench.contracts.backend import Closable
 from surfbench.bench.suites.hooks import load_hook
 from surfbench.bench.suites.suite_model import Suite, Task
-from surfbench.bench.suites.synth_spec import SynthSpec, name_parts
+from surfbench.bench.synth.synth_spec import SynthSpec, name_parts
 
 READ_WORDS = frozenset({"list", "get", "read", "search", "show", "find", "status", "log", "view", "describe"})
 """Name parts of an operation that reads (for a server that declares no ``readOnlyHint``)."""
@@ -74,7 +75,8 @@ def build_world(suite: Suite, spec: SynthSpec) -> World:
                     _read_back(backend, op, world)
         world.state = state
     finally:
-        getattr(backend, "close", lambda: None)()
+        if isinstance(backend, Closable):
+            backend.close()
     for bundles in world.pools.values():
         for bundle in bundles:
             for key, value in bundle.items():
@@ -84,7 +86,7 @@ def build_world(suite: Suite, spec: SynthSpec) -> World:
 
 def _workdir(suite: Suite) -> str | None:
     """``"."`` for a live server started in its working copy (``fixture`` or ``setup``, no ``cwd``): the folder."""
-    server = getattr(suite.mcp, "server", None)  # bench.mcp.spec.ServerSpec, read without importing bench.mcp
+    server = getattr(suite.mcp, "server", None)  # bench.mcp.mcp_spec.ServerSpec, read without importing bench.mcp
     if suite.backend_spec == "mcp" and server is not None and (server.fixture or server.setup) and not server.cwd:
         return "."
     return None

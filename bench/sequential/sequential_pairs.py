@@ -3,7 +3,7 @@
 A **pair** is one task run on the baseline and on the candidate surface (same suite, model and mode);
 its repeats are matched by repeat index and averaged into the pair's one value (repeats of a task are
 not independent draws). The value, oriented so that positive (a difference) or above 1 (a ratio) is
-worse, is what :func:`surfbench.bench.analysis.sequential.decide` takes:
+worse, is what :func:`surfbench.bench.sequential.sequential.decide` takes:
 
 - ``success_rate``: candidate minus baseline success, averaged over the matched repeats, in [-1, 1];
 - ``first_try_accuracy``: the task's candidate first-try accuracy minus the baseline's, each the share

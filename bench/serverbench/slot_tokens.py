@@ -1,8 +1,8 @@
 """The exact token ids of a local-model run's recorded requests, rebuilt offline, for the slot check.
 
 A step of a run on llama-server keeps the server's ``timings.cache_n`` / ``timings.prompt_n``
-(:mod:`surfbench.bench.analysis.slot_check`); this module rebuilds what the server tokenized, so that
-:func:`~surfbench.bench.analysis.slot_check.compare_tokens` can replay the slot token by token:
+(:mod:`surfbench.bench.serverbench.slot_check`); this module rebuilds what the server tokenized, so that
+:func:`~surfbench.bench.serverbench.slot_check.compare_tokens` can replay the slot token by token:
 
 - the request: the episode's transcript up to the step's answer (the messages the loop sent), the step's tool
   block from the run's tools table (``tool_hashes``), rendered as the client rendered them for the calling mode
@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.analysis.cache_requests import Transcripts, run_folders, transcript_messages
-from surfbench.bench.analysis.slot_check import SlotComparison, compare_tokens
 from surfbench.bench.base.values import missing as _missing
 from surfbench.bench.contracts.surface import ToolSpec
 from surfbench.bench.models.local import ModelUnavailable, embedded, require
 from surfbench.bench.models.prompting import prompted_messages
+from surfbench.bench.serverbench.slot_check import SlotComparison, compare_tokens
 from surfbench.bench.store.tool_texts import block_texts
 
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ def _tools(hashes: Any, texts: Mapping[str, str], where: str) -> list[ToolSpec]:
 
 
 def token_records(view: Runs, chat: GGUFChat, cell_id: str | None = None) -> list[dict[str, Any]]:
-    """One cell's requests as :func:`~surfbench.bench.analysis.slot_check.compare_tokens` records, in the order sent.
+    """One cell's requests as :func:`~surfbench.bench.serverbench.slot_check.compare_tokens` records, in the order sent.
 
     Each: ``where`` (episode and step), ``prompt_ids``, ``generated_ids``, ``completion_tokens`` (as recorded),
     ``id_slot`` (when recorded) and the server's ``timings``. A step answered from the response cache never reached

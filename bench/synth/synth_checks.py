@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from surfbench.bench.suites.checks import lookup
-from surfbench.bench.suites.synth_world import parse_result
+from surfbench.bench.synth.synth_world import parse_result
 
 MAX_STATE_CHECKS = 8
 """Checks on what changed (what went first, then what changed, then what appeared)."""

@@ -1,10 +1,10 @@
 """The command line of sequential gates: ``surfbench gate --sequential`` and ``surfbench plan``'s sequential part.
 
 ``surfbench gate --criteria FILE RUN... --sequential [--batch N] [--budget N] [--seed S]`` judges the criteria
-marked ``sequential: true`` pair by pair (bench.report.sequential_gate), the others as the fixed-N gate does;
+marked ``sequential: true`` pair by pair (bench.sequential.sequential_gate), the others as the fixed-N gate does;
 the exit code, ``--json``, ``--out`` and the refusal of scripted runs are the fixed-N gate's.
 ``surfbench plan ... [--threshold T] [--batch N] [--budget N]`` prints, under the fixed-N requirement, what the
-sequential gate takes for the same drop (bench.analysis.sequential.plan_text, by simulation with a fixed seed).
+sequential gate takes for the same drop (bench.sequential.sequential.plan_text, by simulation with a fixed seed).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def add_gate_options(p: argparse.ArgumentParser) -> None:
 def gate_command(args: argparse.Namespace, reading_runs: Callable[[str, Any, Callable[[], Any]], Any]) -> int:
     """``surfbench gate --sequential``: print the table, return the gate's exit code."""
     from surfbench.bench.report.gate_exit import EXIT_REFUSED, gate_json, scripted_warning
-    from surfbench.bench.report.sequential_gate import format_sequential, judge_sequential
+    from surfbench.bench.sequential.sequential_gate import format_sequential, judge_sequential
 
     gate = reading_runs(
         "gate",
@@ -92,7 +92,7 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
 
 def plan_command(args: argparse.Namespace) -> int:
     """``surfbench plan``: the fixed-N requirement, then the sequential gate's pairs to a decision."""
-    from surfbench.bench.analysis.sequential import plan_text
+    from surfbench.bench.sequential.sequential import plan_text
 
     print(plan_text(args.baseline, args.drop, args.paired_discordance, args.threshold, args.batch, args.budget))
     return 0
