@@ -36,6 +36,7 @@ from surfbench.bench.models.cache import ResponseCache, request_hash
 from surfbench.bench.models.cost import call_cost, call_usage, prices
 from surfbench.bench.models.litellm_setup import CAPTURE, litellm_module
 from surfbench.bench.models.parsing import turn_from_output
+from surfbench.bench.models.prefix_store import PrefixStore
 from surfbench.bench.models.prompting import prompted_messages
 from surfbench.bench.models.repeats import dedupe_calls
 from surfbench.bench.models.server_slots import PinnedClient, SlotPool
@@ -129,6 +130,7 @@ class LiteLLMClient:
         max_backoff_s: float = 60.0,
         cache_control: str | None = None,
         slots: int = 1,
+        prefix_store: PrefixStore | None = None,
     ) -> None:
         """A client for LiteLLM model string ``model``.
 
@@ -136,6 +138,8 @@ class LiteLLMClient:
         runner widens it to the cell's concurrency). ``cache_control="tools"``: an Anthropic prompt-cache
         breakpoint after the tool block (native mode). ``slots`` > 1: the server's slots (llama-server), which
         episodes hold one each (:meth:`pinned`, :func:`surfbench.bench.models.server_slots.episode_slot`).
+        ``prefix_store``: a local server's computed prompt prefix saved and restored across sessions
+        (``keep_prefix``, bench.models.prefix_store).
         """
         self.model = model
         self.api_base = api_base
@@ -163,6 +167,7 @@ class LiteLLMClient:
         self._lock = threading.Lock()  # a local server starts / is revived once, whatever the threads
         self.ring: EndpointRing | None = None
         self.bases: list[str] = []
+        self.prefix_store = prefix_store
         self.slots = SlotPool(slots) if slots > 1 else None
         """The server's slots, one per episode in flight (None: one slot, nothing pinned, nothing sent)."""
 
@@ -239,10 +244,14 @@ class LiteLLMClient:
             outcome = "error"
             used: int | None = None
             try:
+                if self.prefix_store is not None and self.api_base:
+                    self.prefix_store.before(self.api_base, payload)
                 if stop is not None:
                     turn = self._stream_once(payload, key, slot, stop)
                 else:
                     turn = self._call_once(litellm, payload, key, slot)
+                if self.prefix_store is not None and self.api_base:
+                    self.prefix_store.after(self.api_base, payload, turn.usage.prompt_tokens)
                 self.answered = True
                 outcome = "ok"
                 used = (turn.usage.prompt_tokens or 0) + (turn.usage.completion_tokens or 0)

@@ -58,7 +58,9 @@ def _allowed(base: Any, meta: Mapping[str, Any]) -> str:
     if "choices" in meta:
         return "one of " + ", ".join(meta["choices"])
     low, high = meta.get("range", (None, None))
-    kind = {int: "a whole number", float: "a number", str: "text", dict: "a mapping"}.get(origin, str(origin))
+    kind = {int: "a whole number", float: "a number", str: "text", dict: "a mapping", bool: "true or false"}.get(
+        origin, str(origin)
+    )
     if low is None:
         return kind
     if high is None:
@@ -85,6 +87,8 @@ def _kind(base: Any) -> Any:
 def _fits(base: Any, meta: Mapping[str, Any], value: Any) -> tuple[bool, Any]:
     """(whether ``value`` is of the field's type and in its range, the value as the config keeps it)."""
     kind = _kind(base)
+    if kind is bool:  # true or false, not 1 or "yes"
+        return isinstance(value, bool), value
     if kind in (str, dict):
         if not isinstance(value, kind):
             return False, value

@@ -11,6 +11,7 @@ one with an entry point in the group ``surfbench.providers`` naming a :class:`Pr
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from collections.abc import Callable
@@ -18,11 +19,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from surfbench.bench.base.config import ConfigError
+from surfbench.bench.base.paths import cache_root
 from surfbench.bench.base.secrets import register as register_secret
 from surfbench.bench.base.secrets import register_url_passwords
 from surfbench.bench.contracts import plugins
 from surfbench.bench.models.client import LiteLLMClient, ModelError
 from surfbench.bench.models.local import ModelUnavailable, embedded, require
+from surfbench.bench.models.prefix_store import PrefixStore
 from surfbench.bench.models.server import LocalServer, ServerGroup, ServerSettings
 from surfbench.bench.models.spec import ModelConfig
 from surfbench.bench.models.types import ModelClient
@@ -73,9 +76,13 @@ def _check_local(cfg: ModelConfig, where: str) -> None:
 def _local(cfg: ModelConfig, pool: PoolView) -> ModelClient:
     """A client of surfbench's own llama.cpp server (started on the first request, revived if it dies)."""
     assert cfg.embedded is not None
+    weights = embedded(cfg.embedded)
+    identity = f"{weights.sha256}|ctx={cfg.n_ctx}|fmt={cfg.chat_format}" + _engine_identity(cfg)
+    store = _prefix_store(cfg, identity)
     settings = ServerSettings(
         require(cfg.embedded), cfg.name, cfg.n_ctx, cfg.threads, cfg.chat_format, engine=cfg.server, slots=cfg.slots,
         omp_spincount=cfg.omp_spincount, flash_attn=cfg.flash_attn,
+        slot_save_path=store.folder if store is not None else None,
     )  # fmt: skip
     if cfg.n_parallel > 1:
         return _group_client(cfg, pool, ServerGroup(settings, cfg.n_parallel))
@@ -99,7 +106,6 @@ def _local(cfg: ModelConfig, pool: PoolView) -> ModelClient:
         )
         return server.api_base
 
-    weights = embedded(cfg.embedded)
     return LiteLLMClient(
         f"openai/{cfg.name}",
         api_key="sk-local",
@@ -107,9 +113,18 @@ def _local(cfg: ModelConfig, pool: PoolView) -> ModelClient:
         is_local=True,
         start=start,
         revive=revive,
-        identity=f"{weights.sha256}|ctx={cfg.n_ctx}|fmt={cfg.chat_format}" + _engine_identity(cfg),
+        identity=identity,
         slots=cfg.slots if cfg.server == "llama-server" else 1,  # episodes keep a slot each (bench.models.server_slots)
+        prefix_store=store,
     )
+
+
+def _prefix_store(cfg: ModelConfig, identity: str) -> PrefixStore | None:
+    """Where ``keep_prefix`` keeps this model's saved slots (one server, one slot, llama-server); else None."""
+    if not cfg.keep_prefix or cfg.server != "llama-server" or cfg.slots > 1 or cfg.n_parallel > 1:
+        return None
+    folder = cache_root() / "slots" / hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
+    return PrefixStore(folder, identity)
 
 
 def _engine_identity(cfg: ModelConfig) -> str:

@@ -79,6 +79,9 @@ class ServerSettings:
     omp_spincount: int | None = None
     """``GOMP_SPINCOUNT`` for the server process: how long a thread spins at a barrier before it sleeps (GCC's
     default 300,000 polls); None: the environment's."""
+    slot_save_path: Path | None = None
+    """``llama-server`` only: ``--slot-save-path``, the folder its slots are saved to and restored from
+    (``keep_prefix``, bench.models.prefix_store); None: not given, the server saves nothing."""
     flash_attn: str = "off"
     """``llama-server`` only: ``--flash-attn`` (on, off, auto), the model config's ``flash_attn``. Off by default
     (docs/models.md); ``scripts/bench_server.py --settings fa=off fa=on`` measures both at long context."""
@@ -135,7 +138,7 @@ class LocalServer:
                 "--batch-size", str(s.n_batch), "--no-webui", "--no-warmup",
                 "--flash-attn", s.flash_attn,  # off by default: ServerSettings.flash_attn
                 "--cache-ram", "0",  # the KV cache of each slot only: what a request reuses is its slot's prefix
-            ]  # fmt: skip
+            ] + (["--slot-save-path", str(s.slot_save_path)] if s.slot_save_path else [])  # fmt: skip
         cmd = [
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(s.model_path), "--model_alias", s.alias,

@@ -20,7 +20,7 @@ MODEL_KEYS = {
     "chat_format", "mode", "prompt_format", "tokenizer", "temperature", "max_tokens", "seed", "description",
     "script_suite", "script_delay_s", "concurrency", "rpm", "tpm", "cache_control", "limits", "n_parallel",
     "cache_profiles", "server", "slots", "repeat_penalty", "omp_spincount", "flash_attn",
-    "stop_on_repeated_call",
+    "stop_on_repeated_call", "keep_prefix",
 }  # fmt: skip
 
 
@@ -79,6 +79,11 @@ class ModelConfig:
     answer is streamed from the endpoint and the connection closed there, and the repeated call runs once.
     Prompted mode on an endpoint with an ``api_base`` (local models, OpenAI-compatible servers); None: off.
     Part of the cell's identity and of the response cache's key when set (docs/metrics.md)."""
+    keep_prefix: bool = False
+    """For ``local`` on ``llama-server`` with one slot and one process: save the slot's KV cache after a request that
+    computed a long prompt, and restore it when a later server starts, so that a resumed run or another session
+    skips computing the same tool block again (bench.models.prefix_store; files under the cache folder's
+    ``slots/``). The restored prefix is what the server would have computed: not part of the identity."""
     description: str = ""
     script_suite: str | None = None
     """For ``provider: scripted`` (tests only): the suite whose reference calls it replays."""

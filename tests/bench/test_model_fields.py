@@ -101,7 +101,8 @@ WRONG = {"provider": "nowhere", "params_b": -1, "n_ctx": 0, "threads": 0, "mode"
          "script_delay_s": 3600, "concurrency": 257, "rpm": 0, "tpm": True, "cache_control": "all",
          "n_parallel": "two", "limits": "none", "model": 5, "api_base": 5, "api_key_env": 5, "chat_format": 5,
          "embedded": 5, "script_suite": 5, "cache_profiles": "none", "server": "vllm", "slots": 0,
-         "repeat_penalty": -1, "omp_spincount": -5, "flash_attn": "fast", "stop_on_repeated_call": 1}  # fmt: skip
+         "repeat_penalty": -1, "omp_spincount": -5, "flash_attn": "fast", "stop_on_repeated_call": 1,
+         "keep_prefix": "yes"}  # fmt: skip
 
 
 def test_every_model_field_has_a_type_and_a_range() -> None:
