@@ -8,19 +8,27 @@ accuracy. Both keep the pairing, which a per-surface interval would throw away.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from surfbench.bench.analysis.metrics import METRICS, Metric, declared
 from surfbench.bench.analysis.power import mde_from_interval, mde_paired
-from surfbench.bench.base.values import decoded
+from surfbench.bench.base.values import decoded, missing
 
 if TYPE_CHECKING:
     import pandas as pd
 
 PAIR_KEYS = ("suite", "model", "mode", "task_id", "repeat")
-PAIRED_METRICS = ("success_rate", "first_try_accuracy")
-"""The registry metrics (bench.analysis.metrics.METRICS) compared on paired episodes."""
+
+
+def paired_metrics() -> tuple[str, ...]:
+    """The registry metrics (bench.analysis.metrics.METRICS) compared on paired episodes.
+
+    Those a drop criterion may judge: ``success_rate``, ``first_try_accuracy``, and any registered one that allows
+    ``drop``.
+    """
+    return tuple(m.name for m in METRICS.values() if "drop" in m.criteria)
 
 
 @dataclass(frozen=True)
@@ -28,7 +36,7 @@ class PairedDelta:
     """One metric compared on the paired tasks: candidate minus baseline, with its 95% interval."""
 
     metric: str
-    """A name of :data:`PAIRED_METRICS`."""
+    """A name of :func:`paired_metrics`."""
     delta: float | None
     low: float | None
     high: float | None
@@ -70,9 +78,11 @@ class Paired:
     """Smallest success difference these pairs detect at 80% power, 5% two-sided (bench.analysis.power)."""
     first_try_mde: float | None = None
     """Smallest first-try accuracy difference these pairs detect at 80% power, 5% two-sided."""
+    extra: Mapping[str, PairedDelta] = field(default_factory=dict)
+    """The registered metrics that allow a drop criterion, compared on the same pairs (:func:`declared_delta`)."""
 
     def delta(self, metric: str) -> PairedDelta:
-        """The paired comparison of registry metric ``metric`` (one of :data:`PAIRED_METRICS`)."""
+        """The paired comparison of registry metric ``metric`` (one of :func:`paired_metrics`)."""
         if metric == "first_try_accuracy":
             return PairedDelta(
                 metric, self.first_try_delta, self.first_try_delta_low, self.first_try_delta_high,
@@ -83,7 +93,9 @@ class Paired:
                 metric, self.success_delta, self.success_delta_low, self.success_delta_high, self.baseline_success,
                 self.success_mde,
             )  # fmt: skip
-        raise KeyError(f"{metric!r} is not compared on paired episodes (only {', '.join(PAIRED_METRICS)})")
+        if metric in self.extra:
+            return self.extra[metric]
+        raise KeyError(f"{metric!r} is not compared on paired episodes (only {', '.join(paired_metrics())})")
 
     @property
     def discordance(self) -> float:
@@ -109,7 +121,7 @@ def _tries(row: Mapping[str, Any], ops: set[str] | None) -> tuple[int, int]:
 
 
 def bootstrap_delta(
-    pairs: list[tuple[tuple[int, int], tuple[int, int]]], rounds: int = 2000, seed: int = 0
+    pairs: Sequence[tuple[tuple[float, float], tuple[float, float]]], rounds: int = 2000, seed: int = 0
 ) -> tuple[float | None, float | None, float | None]:
     """Difference (candidate - baseline) in micro-averaged accuracy with a 95% percentile interval.
 
@@ -179,6 +191,23 @@ def paired_comparisons(frame: pd.DataFrame, baseline: str, ops: set[str] | None 
                     baseline_success=sum(w[0][0] for w in wins) / len(wins),
                     success_mde=mde_paired(len(matched), (b + c) / len(matched)),
                     first_try_mde=mde_from_interval(low, high, len(matched)),
+                    extra={m.name: declared_delta(m, matched) for m in declared() if "drop" in m.criteria},
                 )
             )
     return out
+
+
+def declared_delta(metric: Metric, matched: list[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> PairedDelta:
+    """A registered metric on the paired episodes (baseline, candidate): candidate minus baseline, with its interval.
+
+    The mean paired difference of its per-episode values over the pairs where both have one, with the 95%
+    paired-bootstrap interval success has (:func:`bootstrap_delta`).
+    """
+    assert metric.per_episode is not None
+    values = [(metric.per_episode(x), metric.per_episode(y)) for x, y in matched]
+    both = [
+        (float(b), float(c)) for b, c in values if b is not None and c is not None and not (missing(b) or missing(c))
+    ]
+    point, low, high = bootstrap_delta([((b, 1.0), (c, 1.0)) for b, c in both])
+    baseline = sum(b for b, _ in both) / len(both) if both else None
+    return PairedDelta(metric.name, point, low, high, baseline, mde_from_interval(low, high, len(both)))

@@ -1,15 +1,17 @@
 """Aggregate episode rows into the per-cell numbers reports show, and the registry of those metrics.
 
-Each metric declares its label, how it prints and whether higher is better (:data:`METRICS`); the
-report, the gate and whatif read these, so that nothing downstream hard-codes a direction (the
-lm-evaluation-harness lesson).
+Each metric is one declaration (:class:`Metric`, in :data:`METRICS`): its label, how it prints, whether higher is
+better, the gate criteria it allows and its docs line; a metric added with :func:`register_metric` also declares
+how it is computed (per episode, aggregated per cell, with an interval or none). The cell summary, the report's
+cells table, the gate's criterion kinds and the metrics table of docs/metrics.md are built from the declarations,
+so that nothing downstream hard-codes a direction (the lm-evaluation-harness lesson).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from surfbench.bench.analysis.credit_summary import credit_fields
@@ -20,23 +22,58 @@ from surfbench.bench.score.scorer import does_not_fit, is_context_overflow
 from surfbench.bench.store.tables import CellSummary
 
 MetricKind = Literal["pct", "num", "count", "usd"]
+Test = Literal["drop", "ratio", "limit"]
+"""How a gate criterion judges a metric (bench.report.gate_criteria.CriterionKind)."""
+Aggregate = Literal["mean", "sum", "share"]
+Interval = Literal["wilson", "t"]
 
 
 @dataclass(frozen=True)
 class Metric:
-    """One number reports and gates show: what it is, how it prints, and which way is better."""
+    """One number reports and gates show: what it is, how it prints, which way is better, what judges it.
+
+    The whole declaration of a metric: a registered one (:func:`register_metric`) also says how it is computed
+    (``per_episode``, ``aggregate``, ``interval``) and whether the cells table shows it (``column``, ``after``).
+    """
 
     name: str
-    """The CellSummary field (for per-cell metrics) and the name criteria and tables refer to it by."""
+    """The CellSummary field (for the built-in per-cell metrics; a registered metric's value is in
+    ``CellSummary.extra``) and the name criteria and tables refer to it by."""
     label: str
     """Short column label (report and whatif tables, gate lines)."""
     higher_is_better: bool | None
     """None where there is no better direction (latency is lower-better; counts of episodes are neutral)."""
     description: str
+    """Its line in docs/metrics.md's metrics table (:func:`metrics_table`)."""
     kind: MetricKind = "num"
     """How values print: ``pct`` (a share, as 42%), ``num`` (1 decimal, thousands separated), ``count`` (as is)."""
     per_cell: bool = True
     """Aggregated per cell by :func:`summarize_cell`; False for a property of the surface (help payload size)."""
+    criteria: tuple[Test, ...] = ()
+    """The gate tests it allows, each a criterion kind (:meth:`criterion_kinds`): ``drop`` (a paired difference of
+    a share), ``ratio`` (the candidate's cell value over the baseline's), ``limit`` (a bound on the value)."""
+    criterion_stem: str | None = None
+    """The stem of its criterion kinds' names (``first_try`` in ``first_try_drop_max``); None: its name."""
+    per_episode: Callable[[Mapping[str, Any]], float | bool | None] | None = None
+    """A registered metric's value for one episode, from its row (a mapping of the EpisodeRow columns; read them
+    with ``.get``: older runs and whatif's rescored rows lack some); None or NaN: no value. None for the built-in
+    metrics, which :func:`summarize_cell` computes itself."""
+    aggregate: Aggregate = "mean"
+    """How :func:`summarize_cell` makes the per-episode values one per cell: their ``mean``, their ``sum``, or the
+    ``share`` of the episodes with a value whose value is true."""
+    interval: Interval | None = None
+    """The 95% interval the cell summary gives beside it (``NAME_ci_low`` / ``NAME_ci_high``): ``wilson`` for a
+    share, ``t`` (Student t) for a mean, None for none."""
+    column: bool = False
+    """A registered metric: the report's cells table has a column for it when some cell has a value (the built-in
+    metrics' columns are bench.report.report_data.CELL_COLUMNS)."""
+    after: str | None = None
+    """The head of the cells-table column its column follows; None: at the end."""
+
+    def criterion_kinds(self) -> dict[Test, str]:
+        """Each test of :attr:`criteria` -> its criterion kind: ``STEM_max`` (limit), ``STEM_drop_max``, ...ratio."""
+        stem = self.criterion_stem or self.name
+        return {test: f"{stem}_max" if test == "limit" else f"{stem}_{test}_max" for test in self.criteria}
 
     def format(self, value: Any) -> str:
         """``value`` as reports print this metric ("-" when missing)."""
@@ -64,12 +101,35 @@ METRICS: dict[str, Metric] = {
     m.name: m
     for m in (
         Metric("episodes", "episodes", None, "episodes in the cell", "count"),
-        Metric("success_rate", "success", True, "share of episodes whose checks all hold", "pct"),
-        Metric("first_try_accuracy", "first-try args", True, "micro-average over expected calls", "pct"),
+        Metric(
+            "success_rate",
+            "success",
+            True,
+            "share of episodes whose checks all hold",
+            "pct",
+            criteria=("drop",),
+            criterion_stem="success",
+        ),
+        Metric(
+            "first_try_accuracy",
+            "first-try args",
+            True,
+            "micro-average over expected calls",
+            "pct",
+            criteria=("drop",),
+            criterion_stem="first_try",
+        ),
         Metric("selection_accuracy", "selection", True, "first canonical call names the expected first op", "pct"),
-        Metric("round_trips", "round trips", False, "model calls per episode"),
+        Metric("round_trips", "round trips", False, "model calls per episode", criteria=("ratio",)),
         Metric("overhead_round_trips", "overhead RT", False, "model calls with only meta calls, per episode"),
-        Metric("prompt_tokens_per_step", "prompt tok/step", False, "provider-reported prompt tokens per model call"),
+        Metric(
+            "prompt_tokens_per_step",
+            "prompt tok/step",
+            False,
+            "provider-reported prompt tokens per model call",
+            criteria=("ratio",),
+            criterion_stem="prompt_tokens",
+        ),
         Metric("request_bytes_per_step", "request B/step", False, "JSON request body bytes per model call"),
         Metric("recovered_after_error", "recovered", True, "operations recovered after a failed first call", "count"),
         Metric("boundary_violations", "boundary viol.", False, "calls to tools not exposed, per episode"),
@@ -84,16 +144,43 @@ METRICS: dict[str, Metric] = {
         Metric("cost_per_episode", "$/episode", False, "model cost per episode (LiteLLM's local price map)", "usd"),
         Metric("cost_per_solved", "$/solved", False, "model cost of the cell over its solved episodes", "usd"),
         Metric(
-            "help_bytes", "help B", False, "largest help payload of the surface, UTF-8 bytes", "count", per_cell=False
+            "help_bytes",
+            "help B",
+            False,
+            "largest help payload of the surface, UTF-8 bytes",
+            "count",
+            per_cell=False,
+            criteria=("limit",),
         ),
         # partial and efficient credit, and the operation policy (bench.score.credit, bench.analysis.credit_summary)
-        Metric("call_share", "calls matched", True, "mean share of expected calls matched by successful calls", "pct"),
-        Metric("state_share", "state checks", True, "mean share of state checks holding", "pct"),
-        Metric("efficiency", "efficiency", True, "mean minimal / taken round trips, successful episodes", "pct"),
+        Metric(
+            "call_share",
+            "calls matched",
+            True,
+            "mean share of expected calls matched by successful calls",
+            "pct",
+            criteria=("ratio",),
+        ),
+        Metric("state_share", "state checks", True, "mean share of state checks holding", "pct", criteria=("ratio",)),
+        Metric(
+            "efficiency",
+            "efficiency",
+            True,
+            "mean minimal / taken round trips, successful episodes",
+            "pct",
+            criteria=("ratio",),
+        ),
         Metric("policy_denials", "policy denials", False, "calls the operation policy kept from the backend, per ep."),
         Metric("policy_recovered", "recovered (policy)", True, "episodes with a denied call that succeeded", "pct"),
         # pass-through parameters (bench.suites.instances, bench.analysis.instance_accuracy)
-        Metric("instance_accuracy", "instance acc.", True, "calls that reached the instance the task names", "pct"),
+        Metric(
+            "instance_accuracy",
+            "instance acc.",
+            True,
+            "calls that reached the instance the task names",
+            "pct",
+            criteria=("ratio",),
+        ),
         # modelled prompt caching per provider profile (bench.analysis.cache_model; not in CellSummary: per profile)
         Metric(
             "effective_input_tokens_per_step",
@@ -109,10 +196,68 @@ METRICS: dict[str, Metric] = {
             "model cost per episode at a profile's prices with its prompt cache",
             "usd",
             per_cell=False,
+            criteria=("ratio",),
+            criterion_stem="effective_cost",
         ),
     )
 }
-"""The metric registry: report tables, gate criteria and whatif read names, labels, formats and directions here."""
+"""The metric registry: report tables, gate criteria, whatif and docs/metrics.md read names, labels, formats,
+directions and criterion kinds here; :func:`register_metric` adds to it."""
+BUILTIN = frozenset(METRICS)
+"""The metrics this module declares (:func:`unregister_metric` forgets only registered ones)."""
+TESTS: tuple[Test, ...] = ("drop", "ratio", "limit")
+
+
+def register_metric(metric: Metric) -> Metric:
+    """Declare a new metric in this process: its cell value, report column, criterion kinds and docs line follow.
+
+    It needs ``per_episode`` (what :func:`summarize_cell` aggregates) and a name no metric, CellSummary field or
+    criterion kind has; a ValueError says what is wrong. Call it where the metric is declared (a module the
+    run, report and gate import), e.g. ``register_metric(Metric("answer_chars", "answer chars", False, "...",
+    per_episode=lambda row: len(row.get("final_text") or ""), criteria=("ratio",), column=True))``.
+    """
+    problem = _problem(metric)
+    if problem:
+        raise ValueError(f"metric {metric.name!r}: {problem}")
+    METRICS[metric.name] = metric
+    return metric
+
+
+def _problem(m: Metric) -> str | None:
+    """What keeps ``m`` from being registered, or None."""
+    summary = {f.name for f in fields(CellSummary)}
+    if not m.name.isidentifier() or m.name in METRICS or m.name in summary:
+        return "the name must be an identifier that no metric or CellSummary field has"
+    if m.per_episode is None or not callable(m.per_episode) or not m.per_cell:
+        return "a registered metric is computed per episode: give per_episode (a function of an episode row)"
+    if m.aggregate not in ("mean", "sum", "share"):
+        return f"aggregate {m.aggregate!r} must be mean, sum or share"
+    if (
+        m.interval not in (None, "wilson", "t")
+        or {"wilson": "share", "t": "mean"}.get(str(m.interval), m.aggregate) != m.aggregate
+    ):
+        return f"interval {m.interval!r}: wilson goes with aggregate share, t with mean, None with any"
+    if not set(m.criteria) <= set(TESTS):
+        return f"criteria {m.criteria!r} must be among {', '.join(TESTS)}"
+    if m.criteria and m.higher_is_better is None:
+        return "a metric without a better direction allows no criterion"
+    if "drop" in m.criteria and m.kind != "pct":
+        return "a drop is a difference of shares: a drop criterion needs kind pct"
+    taken = {kind for other in METRICS.values() for kind in other.criterion_kinds().values()}
+    clash = sorted(set(m.criterion_kinds().values()) & taken)
+    return f"criterion kind(s) {clash} exist already (set criterion_stem)" if clash else None
+
+
+def unregister_metric(name: str) -> None:
+    """Forget a metric :func:`register_metric` added (tests); the built-in ones stay."""
+    if name in BUILTIN:
+        raise ValueError(f"metric {name!r} is built in: it cannot be unregistered")
+    METRICS.pop(name, None)
+
+
+def declared() -> list[Metric]:
+    """The registered metrics (those computed from ``per_episode``), in registration order."""
+    return [m for m in METRICS.values() if m.per_episode is not None]
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -172,7 +317,32 @@ def summarize_cell(rows: list[Mapping[str, Any]]) -> CellSummary:
         **_cost_fields(rows),
         **credit_fields(rows),  # partial and efficient credit, the policy (bench.analysis.credit_summary)
         **instance_fields(rows),  # pass-through parameters (bench.analysis.instance_accuracy)
+        extra={k: v for m in declared() for k, v in declared_fields(m, rows).items()},  # register_metric's
     )
+
+
+def declared_fields(metric: Metric, rows: list[Mapping[str, Any]]) -> dict[str, float | None]:
+    """A registered metric's cell value (and its interval, if it declares one) from the cell's episode rows."""
+    assert metric.per_episode is not None
+    values = [float(v) for v in (metric.per_episode(r) for r in rows) if v is not None and not _missing(v)]
+    n = len(values)
+    if metric.aggregate == "sum":
+        value = sum(values) if n else None
+    elif metric.aggregate == "share":
+        value = sum(1 for v in values if v) / n if n else None
+    else:
+        value = sum(values) / n if n else None
+    if metric.interval is None:
+        return {metric.name: value}
+    low = high = None
+    if metric.interval == "wilson" and n:
+        low, high = wilson(sum(1 for v in values if v), n)
+    elif metric.interval == "t" and value is not None and n > 1:
+        from scipy.stats import t
+
+        half = float(t.ppf(0.975, n - 1)) * math.sqrt(sum((v - value) ** 2 for v in values) / (n - 1) / n)
+        low, high = value - half, value + half
+    return {metric.name: value, f"{metric.name}_ci_low": low, f"{metric.name}_ci_high": high}
 
 
 def _cost_fields(rows: list[Mapping[str, Any]]) -> dict[str, float | None]:
@@ -277,4 +447,28 @@ def format_summary(summary: CellSummary) -> str:
         lines.append(f"does not fit           {summary.does_not_fit} (first request over the context window: not sent)")
     if summary.harness_errors:
         lines.append(f"harness errors         {summary.harness_errors}")
+    for metric in declared():  # register_metric's, where the cell has a value
+        value = summary.extra.get(metric.name)
+        if not _missing(value):
+            low, high = summary.extra.get(f"{metric.name}_ci_low"), summary.extra.get(f"{metric.name}_ci_high")
+            ci = f" [{metric.format(low)}, {metric.format(high)}]" if not _missing(low) else ""
+            lines.append(f"{metric.label:<22} {metric.format(value)}{ci}")
     return "\n".join(lines)
+
+
+FORMATS = {"pct": "share (%)", "num": "number", "count": "count", "usd": "USD"}
+"""How docs/metrics.md names each print format (:attr:`Metric.kind`)."""
+DOCS_HEAD = ["metric", "label", "format", "better", "gate criteria", "meaning"]
+
+
+def metrics_table() -> str:
+    """The metrics table of docs/metrics.md (between ``<!-- metrics -->`` and ``<!-- /metrics -->``), from METRICS."""
+    from surfbench.bench.base.markdown import markdown_table
+
+    better = {True: "higher", False: "lower", None: "-"}
+    rows = [
+        [f"`{m.name}`", m.label, FORMATS[m.kind], better[m.higher_is_better],
+         ", ".join(f"`{k}`" for k in m.criterion_kinds().values()) or "-", m.description]
+        for m in METRICS.values()
+    ]  # fmt: skip
+    return markdown_table(DOCS_HEAD, rows)

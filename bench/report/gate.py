@@ -340,6 +340,16 @@ def _limit_verdict(c: Criterion, cand: str, model: str, metric: Metric, helps: d
     return Verdict(cand, model, c.label, c.value, observed, outcome, c.on_fail)
 
 
+def _cell_limit_verdict(c: Criterion, cand: str, model: str, metric: Metric, value: float | None) -> Verdict:
+    """A limit on a metric's cell value: at most the threshold (at least, for a higher-is-better metric)."""
+    if value is None:
+        return Verdict(cand, model, c.label, c.value, f"{metric.label}: not measured", NO_EVIDENCE, c.on_fail)
+    outcome = "pass" if metric.worsening(value) <= metric.worsening(c.value) else "fail"
+    bound = "at least" if metric.higher_is_better else "at most"
+    observed = f"{metric.label} {metric.format(value)} ({bound} {c.value:g})"
+    return Verdict(cand, model, c.label, c.value, observed, outcome, c.on_fail)
+
+
 def _drop_verdict(c: Criterion, cand: str, model: str, metric: Metric, pair: Paired | None) -> Verdict:
     d = pair.delta(metric.name) if pair is not None else None
     if pair is None or d is None or d.delta is None or d.low is None or d.high is None:
@@ -388,6 +398,8 @@ def _verdict(
     if kind is None:
         raise ConfigError(f"unknown criterion {c.kind!r}")
     metric = METRICS[kind.metric]
+    if kind.test == "limit" and metric.per_cell:  # a registered metric: the candidate's cell value
+        return _cell_limit_verdict(c, cand, model, metric, mine.metric(metric.name))
     if kind.test == "limit":
         return _limit_verdict(c, cand, model, metric, helps)
     if kind.test == "ratio":

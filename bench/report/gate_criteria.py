@@ -10,7 +10,7 @@ folder".
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -25,7 +25,8 @@ from surfbench.bench.base.config import ConfigError
 class CriterionKind:
     """What a criterion kind judges: a registry metric (METRICS, which gives its direction) and how.
 
-    ``limit``: every help payload is at most the value (at least, for a higher-is-better metric);
+    ``limit``: every help payload is at most the value (at least, for a higher-is-better metric), or, for a metric
+    computed per cell (one :func:`~surfbench.bench.analysis.metrics.register_metric` added), the candidate's value;
     ``ratio``: the candidate's cell value over the baseline's, oriented so that above 1 is worse, is at
     most the value; ``drop``: the paired difference, oriented so that positive is worse, is at most the
     value (a share: the metric is a proportion).
@@ -35,23 +36,41 @@ class CriterionKind:
     test: Literal["limit", "ratio", "drop"]
 
 
-KINDS: dict[str, CriterionKind] = {
-    "help_bytes_max": CriterionKind("help_bytes", "limit"),
-    "prompt_tokens_ratio_max": CriterionKind("prompt_tokens_per_step", "ratio"),
-    "first_try_drop_max": CriterionKind("first_try_accuracy", "drop"),
-    "round_trips_ratio_max": CriterionKind("round_trips", "ratio"),
-    "success_drop_max": CriterionKind("success_rate", "drop"),
-    # partial and efficient credit (bench.analysis.credit_summary): the baseline's over the candidate's mean,
-    # at most the value
-    "call_share_ratio_max": CriterionKind("call_share", "ratio"),
-    "state_share_ratio_max": CriterionKind("state_share", "ratio"),
-    "efficiency_ratio_max": CriterionKind("efficiency", "ratio"),
-    # pass-through parameters (bench.analysis.instance_accuracy): the baseline's instance accuracy over the candidate's
-    "instance_accuracy_ratio_max": CriterionKind("instance_accuracy", "ratio"),
-    # modelled prompt caching (bench.analysis.cache_model): the candidate's effective cost over the baseline's
-    "effective_cost_ratio_max": CriterionKind("effective_cost_per_episode", "ratio"),
-}
-DROP_KINDS = tuple(name for name, kind in KINDS.items() if kind.test == "drop")
+LISTED_FIRST = (
+    "help_bytes_max", "prompt_tokens_ratio_max", "first_try_drop_max", "round_trips_ratio_max", "success_drop_max",
+)  # fmt: skip
+"""The kinds an unknown kind's message has always listed first, in this order (then the metrics' order)."""
+
+
+def criterion_kinds() -> dict[str, CriterionKind]:
+    """Every criterion kind, from the metric declarations (bench.analysis.metrics.Metric.criteria)."""
+    from surfbench.bench.analysis.metrics import METRICS
+
+    found = {kind: CriterionKind(m.name, test) for m in METRICS.values() for test, kind in m.criterion_kinds().items()}
+    first = {kind: i for i, kind in enumerate(LISTED_FIRST)}
+    return dict(sorted(found.items(), key=lambda item: first.get(item[0], len(first))))
+
+
+class _Kinds(Mapping[str, CriterionKind]):
+    """:data:`KINDS`, read from the metric declarations at each use: a metric registered at run time has its kinds."""
+
+    def __getitem__(self, name: str) -> CriterionKind:
+        return criterion_kinds()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(criterion_kinds())
+
+    def __len__(self) -> int:
+        return len(criterion_kinds())
+
+    def __repr__(self) -> str:
+        return f"KINDS({criterion_kinds()!r})"
+
+
+KINDS: Mapping[str, CriterionKind] = _Kinds()
+"""Criterion kind -> the metric it judges and how: ``help_bytes_max`` (limit), ``prompt_tokens_ratio_max``,
+``first_try_drop_max``, ... one per test a metric's declaration allows (``STEM_max``, ``STEM_ratio_max``,
+``STEM_drop_max``); docs/metrics.md's metrics table lists them."""
 CRITERION_KEYS = ("kind", "value", "on_fail", "tasks", "sequential", "profile", "suite")
 PROFILE_KINDS = ("effective_cost_ratio_max",)
 """Criteria judged under a cache profile (``profile: openai``; bench.models.cache_profiles), which they require."""
@@ -183,10 +202,11 @@ def _criterion(path: Path, i: int, raw: Any, default_suite: str | None = None) -
     value = raw.get("value")
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ConfigError(f"{where}.value: {value!r} must be a number")
-    if kind in DROP_KINDS and not 0 <= value <= 1:
+    drop = KINDS[str(kind)].test == "drop"
+    if drop and not 0 <= value <= 1:
         # a drop is a fraction: 5 (meaning points) would let any drop pass
         raise ConfigError(f"{where}.value: {value!r} must be a fraction from 0 to 1 (0.05 is 5 points)")
-    if kind not in DROP_KINDS and value <= 0:
+    if not drop and value <= 0:
         raise ConfigError(f"{where}.value: {value!r} must be above 0")
     on_fail = raw.get("on_fail", "revise")
     if on_fail not in ("revise", "close"):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from surfbench.bench.analysis.cache_requests import cache_cells, cell_key
 from surfbench.bench.analysis.compare import Paired, paired_comparisons
 from surfbench.bench.analysis.funnel import FunnelRow, catalog_sizes, funnel_rows
-from surfbench.bench.analysis.metrics import METRICS, fmt, per_operation, show, summarize_cell
+from surfbench.bench.analysis.metrics import METRICS, Metric, declared, fmt, per_operation, show, summarize_cell
 from surfbench.bench.analysis.multicall import MultiCallRow, multicall_rows
 from surfbench.bench.analysis.power import PassK, pass_k
 from surfbench.bench.base.config import ConfigError
@@ -267,7 +267,7 @@ def _with_interval(name: str) -> CellColumn:
     metric = METRICS[name]
 
     def text(r: CellRow, _: float | None) -> str:
-        value, low, high = (getattr(r.summary, f) for f in (name, f"{name}_ci_low", f"{name}_ci_high"))
+        value, low, high = (r.summary.metric(f) for f in (name, f"{name}_ci_low", f"{name}_ci_high"))
         if value is None:
             return "-"
         return metric.format(value) + (f" [{metric.format(low)}, {metric.format(high)}]" if low is not None else "")
@@ -308,14 +308,33 @@ CELL_COLUMNS = [
     _metric("parse_failures"), _metric("latency_s"), _metric("stuck_rate"),
     *(_metric(name) for name in ("cached_share", "cost_per_episode", "cost_per_solved")),
 ]  # fmt: skip
-"""The cells table: keys, tool-block size, then registry metrics (METRICS) by label and format."""
+"""The cells table: keys, tool-block size, then registry metrics (METRICS) by label and format; a registered
+metric that asks for a column adds it (:func:`all_cell_columns`)."""
 CELL_HEAD = [c.head for c in CELL_COLUMNS if not c.optional]
 """The head of the columns every cells table has (:func:`cell_table`'s by default)."""
 
 
+def _declared_column(metric: Metric) -> CellColumn:
+    """A registered metric's column (bench.analysis.metrics.register_metric): optional, with its interval if any."""
+    if metric.interval:
+        return _with_interval(metric.name)
+    return CellColumn(metric.label, lambda r, _: show(r.summary, metric.name), optional=True)
+
+
+def all_cell_columns() -> list[CellColumn]:
+    """CELL_COLUMNS, and a column for each registered metric that asks for one, after the column it names."""
+    out = list(CELL_COLUMNS)
+    for metric in (m for m in declared() if m.column):
+        heads = [c.head for c in out]
+        if metric.after is not None and metric.after not in heads:
+            raise ValueError(f"metric {metric.name!r}: after={metric.after!r} is no column ({' | '.join(heads)})")
+        out.insert(heads.index(metric.after) + 1 if metric.after is not None else len(out), _declared_column(metric))
+    return out
+
+
 def cell_columns(data: ReportData) -> list[CellColumn]:
     """Every column that is not optional, and each optional one some cell has a value in (what the report shows)."""
-    return [c for c in CELL_COLUMNS if not c.optional or any(c.text(r, None) != "-" for r in data.cells)]
+    return [c for c in all_cell_columns() if not c.optional or any(c.text(r, None) != "-" for r in data.cells)]
 
 
 def cell_head(data: ReportData) -> list[str]:

@@ -14,6 +14,7 @@ still treat rows as dicts.
 from __future__ import annotations
 
 import typing
+from collections.abc import Mapping
 from dataclasses import Field, dataclass, field, fields
 from typing import Any
 
@@ -271,8 +272,15 @@ class CellSummary(Row):
     )
     instance_accuracy_ci_low: float | None = field(default=None, metadata=doc("Low end of its 95% Wilson interval."))
     instance_accuracy_ci_high: float | None = field(default=None, metadata=doc("High end of its 95% Wilson interval."))
+    extra: Mapping[str, float | None] = field(
+        default_factory=dict,
+        metadata=doc("The registered metrics' values (bench.analysis.metrics.register_metric), and their intervals."),
+    )
 
     def metric(self, name: str) -> float | None:
-        """The value of metric ``name`` (a bench.analysis.metrics.METRICS name that the summary holds)."""
-        value: float | None = getattr(self, name)
+        """The value of metric ``name`` (a METRICS name the summary holds), or of one of its interval's ends.
+
+        ``NAME_ci_low`` / ``NAME_ci_high`` name the ends; a registered metric's values are in :attr:`extra`.
+        """
+        value: float | None = self.extra[name] if name in self.extra else getattr(self, name)
         return value
