@@ -15,6 +15,7 @@ gate``: 0 ship, 1 revise, 2 close or error; ``--no-gate``: the report only, exit
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -197,12 +198,14 @@ def _criteria(args: argparse.Namespace) -> DiffCriteria | None:
 
 def _diff(args: argparse.Namespace) -> int:
     from surfbench.bench.catalog.catalog_diff import diff_catalogs
+    from surfbench.bench.cli.diff_followup import check_followup_args
     from surfbench.bench.report.diff_format import diff_json, format_diff
     from surfbench.bench.report.diff_gate import judge_diff
     from surfbench.bench.report.diff_report import ChangeReport, SuiteChange, prefix_changes, surface_changes
     from surfbench.bench.report.surface_report import HELP_BUDGET_BYTES
 
     started = time.perf_counter()
+    check_followup_args(args)  # a follow-up that cannot run fails before any catalog is read
     if not args.rename_threshold >= 0.0:  # NaN too
         raise DiffError(
             f"--rename-threshold {args.rename_threshold}: give 0 or more (0.6 by default; above 1: no renames)"
@@ -211,7 +214,8 @@ def _diff(args: argparse.Namespace) -> int:
     old, new = _sides(args)
     diff = diff_catalogs(old, new, rename_threshold=args.rename_threshold)
     budget = args.help_budget or (criteria.help_budget if criteria else None) or HELP_BUDGET_BYTES
-    configs, applies, other = _configs(args, criteria.surfaces if criteria else (), old, new)
+    extra = [*(criteria.surfaces if criteria else ()), *_recorded_surfaces(args)]
+    configs, applies, other = _configs(args, extra, old, new)
     notes = [f"not for these catalogs: {', '.join(other)}"] if other else []
     surfaces = surface_changes(old, new, configs, diff, budget, applies)
     prefixes = prefix_changes(old, new, configs, applies)
@@ -225,12 +229,36 @@ def _diff(args: argparse.Namespace) -> int:
     gate = judge_diff(criteria, report, allow_breaking=args.allow_breaking) if criteria else None
     fmt = "json" if args.json else args.format
     text = diff_json(report, gate) + "\n" if fmt == "json" else format_diff(report, gate, markdown=fmt == "markdown")
-    print(text, end="")
+    code = gate.exit_code if gate is not None else 0
+    if fmt != "json":
+        print(text, end="", flush=True)  # the static report first: it costs nothing, the follow-up takes a while
+    if args.against:  # the paired follow-up with a model
+        from surfbench.bench.cli.diff_followup import run_followup
+
+        followup = run_followup(args, old, new, diff, prefixes)
+        code = max(code, followup.exit_code)
+        if fmt == "json":
+            merged = {**json.loads(text), "followup": followup.data, "exit_code": code}
+            text = json.dumps(merged, indent=1) + "\n"
+        else:
+            print("\n" + followup.markdown, end="")
+            text += "\n" + followup.markdown
+    if fmt == "json":
+        print(text, end="")
     if args.out:
         write_atomic(Path(args.out), text)
         print(f"wrote {args.out}", file=sys.stderr)
     print(f"({time.perf_counter() - started:.2f} s)", file=sys.stderr)
-    return gate.exit_code if gate is not None else 0
+    return code
+
+
+def _recorded_surfaces(args: argparse.Namespace) -> list[str]:
+    """With --against: the surface configs its run recorded (their prefix decides which tasks are touched)."""
+    if not args.against:
+        return []
+    from surfbench.bench.store.reader import load
+
+    return sorted({c.surface for c in load(args.against, suites=False).cells})
 
 
 def add_diff_command(sub: Any) -> None:
@@ -282,4 +310,7 @@ def add_diff_command(sub: Any) -> None:
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown (a PR comment), json")
     p.add_argument("--json", action="store_true", help="the same as --format json")
     p.add_argument("--out", type=out_file, default=None, help="also write the output to this file")
+    from surfbench.bench.cli.diff_followup import add_followup_options
+
+    add_followup_options(p)
     p.set_defaults(func=_diff)

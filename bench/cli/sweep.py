@@ -25,6 +25,8 @@ from surfbench.bench.cli.compose import Composed, compose_run, launch_lines, unk
 from surfbench.bench.cli.session import mark_failure, model_pool, run_name_problem, session
 
 if TYPE_CHECKING:
+    from surfbench.bench.run.cell import Cell
+    from surfbench.bench.store.results import RunStore
     from surfbench.bench.store.tables import CellSummary
 
 
@@ -94,7 +96,7 @@ def prepare_job(cfg: Any, choices: dict[str, str], multirun: bool, sequential: b
     from surfbench.bench.base.config import ConfigError
     from surfbench.bench.run.overrides import run_settings
     from surfbench.bench.run.runner import CellSpec, resolve_cell
-    from surfbench.bench.store.results import RunStore, environment_info, safe_name
+    from surfbench.bench.store.results import safe_name
     from surfbench.bench.suites.grow import grow_fields
     from surfbench.bench.suites.policy import RUN_WHERE, policy_mapping
 
@@ -144,7 +146,20 @@ def prepare_job(cfg: Any, choices: dict[str, str], multirun: bool, sequential: b
     run_name = settings.run or safe_name(default_run)
     pool = model_pool(settings.no_cache)
     pool.client(cell.model_cfg)  # weights pulled, API key set: fail before anything is written
-    store = RunStore(Path(str(cfg.results_dir)) / run_name, commit_interval_s=COMMIT_INTERVAL_S)
+    store = open_run(Path(str(cfg.results_dir)) / run_name, cell)
+    print(
+        f"run {run_name}: {cell.label()} ({cell.mode}), {len(cell.tasks)} task(s) x {spec.repeats}",
+        file=sys.stderr,
+    )
+    return Job(cell, store, pool, settings, run_name)
+
+
+def open_run(folder: Path, cell: Cell) -> RunStore:
+    """The run folder made (or found) and ``cell`` recorded in its run.json: what a cell's first episode needs."""
+    from surfbench.bench.store.results import RunStore, environment_info
+
+    spec = cell.spec
+    store = RunStore(folder, commit_interval_s=COMMIT_INTERVAL_S)
     store.prepare()
     store.write_run_info(
         {
@@ -153,11 +168,7 @@ def prepare_job(cfg: Any, choices: dict[str, str], multirun: bool, sequential: b
             "cells": [{**vars(spec), "tasks": list(spec.tasks), "tags": list(spec.tags), **cell.provenance()}],
         }
     )
-    print(
-        f"run {run_name}: {cell.label()} ({cell.mode}), {len(cell.tasks)} task(s) x {spec.repeats}",
-        file=sys.stderr,
-    )
-    return Job(cell, store, pool, settings, run_name)
+    return store
 
 
 def finish_job(job: Job, new_episodes: int) -> CellRun:

@@ -140,13 +140,16 @@ class SequentialRecord:
         return (self.seed, self.batch, self.budget, self.order)
 
 
-def record_path(run: Path) -> Path:
-    return Path(run) / RECORD
+def record_path(run: Path, name: str = RECORD) -> Path:
+    return Path(run) / name
 
 
-def read_record(run: Path) -> SequentialRecord | None:
-    """The run folder's sequential record, or None when it has none; a damaged one is one ResultsError."""
-    path = record_path(run)
+def read_record(run: Path, name: str = RECORD) -> SequentialRecord | None:
+    """The run folder's sequential record, or None when it has none; a damaged one is one ResultsError.
+
+    ``name``: the record's file (``sequential.json``; a catalog change's follow-up keeps its own).
+    """
+    path = record_path(run, name)
     if not path.exists():
         return None
     try:
@@ -166,9 +169,9 @@ def read_record(run: Path) -> SequentialRecord | None:
     return record
 
 
-def write_record(run: Path, record: SequentialRecord) -> None:
+def write_record(run: Path, record: SequentialRecord, name: str = RECORD) -> None:
     """Write the record atomically (a temporary file renamed over it: never half-written)."""
-    path = record_path(run)
+    path = record_path(run, name)
     text = json.dumps(asdict(record), indent=1) + "\n"
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
     try:
