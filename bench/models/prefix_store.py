@@ -16,8 +16,10 @@ failed save or restore is reported once and the run goes on (it only costs time)
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -27,6 +29,10 @@ from typing import Any
 MIN_PROMPT = 1024
 """Prompt tokens a request must have for its slot to be worth saving."""
 SUFFIX = ".slot"
+KEEP_FILES = 6
+"""Files kept per model's folder, the most recently saved or restored: a run's surfaces with a shared prefix
+(``full``, ``core``, ``dispatcher`` and a few more) fit, and the folder stays bounded (a 10k-token forge prefix is 126
+MB at 0.5B, about 290 MB at 1.5B); an older file is deleted when a new one is saved."""
 
 Post = Callable[[str, dict[str, Any], float], dict[str, Any]]
 """``post(url, body, timeout_s)``: the server's JSON answer, or an exception."""
@@ -89,6 +95,8 @@ class PrefixStore:
             self._fail(f"could not restore the saved prompt prefix {name}, deleted ({exc})")
             return
         tokens = answer.get("n_restored")
+        with contextlib.suppress(OSError):  # used: the last to go when the folder is pruned
+            os.utime(self.folder / name)
         self._log(
             f"surfbench: restored a saved prompt prefix ({tokens if tokens is not None else '?'} tokens) in "
             f"{time.monotonic() - t0:.1f} s: {self.folder / name}"
@@ -108,7 +116,24 @@ class PrefixStore:
             self._post(self._url(api_base, "save"), {"filename": name}, 600.0)
         except Exception as exc:
             self._fail(f"could not save the prompt prefix to {self.folder / name} ({exc})")
+            return
+        prune(self.folder, KEEP_FILES)
 
     def _fail(self, message: str) -> None:
         self._failed = True  # once: a server that cannot save or restore will not learn to in this run
         self._log(f"surfbench: warning: {message}; keep_prefix is off for the rest of this run")
+
+
+def prune(folder: Path, keep: int) -> list[Path]:
+    """Delete all but the ``keep`` most recently used saved prefixes in ``folder``; return those deleted."""
+    files = []
+    for path in folder.glob(f"*{SUFFIX}"):
+        with contextlib.suppress(OSError):  # gone meanwhile (another process pruned it)
+            files.append((path.stat().st_mtime, path))
+    files.sort(reverse=True)
+    gone = []
+    for _, path in files[keep:]:
+        with contextlib.suppress(OSError):
+            path.unlink()
+            gone.append(path)
+    return gone

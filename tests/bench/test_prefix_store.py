@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from surfbench.bench.base.config import ConfigError
-from surfbench.bench.models.prefix_store import MIN_PROMPT, PrefixStore, prefix_key
+from surfbench.bench.models.prefix_store import KEEP_FILES, MIN_PROMPT, PrefixStore, prefix_key
 from surfbench.bench.models.providers import _prefix_store
 from surfbench.bench.models.server import LocalServer, ServerSettings
 from surfbench.bench.models.spec import ModelConfig
@@ -136,3 +136,40 @@ def test_the_client_offers_the_prefix_before_its_first_request_and_saves_once_tw
             task("list the branches")
         )
     assert server.posts[1:] == [(f"{again.api_base.removesuffix('/v1')}/slots/0?action=restore", "restore")]
+
+
+def test_the_folder_keeps_the_most_recently_used_files_only(tmp_path: Path):
+    import os
+
+    server = StandIn(tmp_path)
+    store = PrefixStore(tmp_path, "m", post=server, log=lambda line: None)
+    base = "http://127.0.0.1:8001/v1"
+    blocks = [[{"type": "function", "function": {"name": f"op_{i}"}}] for i in range(KEEP_FILES + 2)]
+    names = [prefix_key("m", payload("x", tools=b)) for b in blocks]
+
+    def save(i: int) -> None:
+        store.after(base, payload("a", tools=blocks[i]), 10184)
+        store.after(base, payload("b", tools=blocks[i]), 10184)  # shared by two tasks: saved
+
+    for i in range(KEEP_FILES):
+        save(i)
+        os.utime(tmp_path / names[i], (1000.0 + i, 1000.0 + i))  # saved in this order, a second apart
+    assert len(list(tmp_path.glob("*.slot"))) == KEEP_FILES  # nothing deleted up to the bound
+    os.utime(tmp_path / names[0], (5000.0, 5000.0))  # the first file was used since (restored)
+    save(KEEP_FILES)
+    save(KEEP_FILES + 1)  # two saves past the bound: the two least recently used files go
+    kept = {p.name for p in tmp_path.glob("*.slot")}
+    assert len(kept) == KEEP_FILES
+    assert names[1] not in kept and names[2] not in kept
+    assert {names[0], names[KEEP_FILES], names[KEEP_FILES + 1]} <= kept
+
+
+def test_a_restore_marks_the_file_used(tmp_path: Path):
+    import os
+
+    server = StandIn(tmp_path)
+    name = prefix_key("m", payload("a"))
+    (tmp_path / name).write_bytes(b"kv")
+    os.utime(tmp_path / name, (1000.0, 1000.0))
+    PrefixStore(tmp_path, "m", post=server, log=lambda line: None).before("http://127.0.0.1:8001/v1", payload("a"))
+    assert (tmp_path / name).stat().st_mtime > 1000.0
