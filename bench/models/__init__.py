@@ -144,8 +144,9 @@ class ModelPool:
 
     def close(self) -> None:
         """Stop every local server and forget the clients."""
-        for server in self.servers.values():
-            server.stop()
+        from surfbench.bench.models.server import stop_servers
+
+        stop_servers(self.servers.values())  # all signalled first, then one wait
         self.servers.clear()
         self.clients.clear()
 
