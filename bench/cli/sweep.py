@@ -156,18 +156,12 @@ def prepare_job(cfg: Any, choices: dict[str, str], multirun: bool, sequential: b
 
 def open_run(folder: Path, cell: Cell) -> RunStore:
     """The run folder made (or found) and ``cell`` recorded in its run.json: what a cell's first episode needs."""
-    from surfbench.bench.store.results import RunStore, environment_info
+    from surfbench.bench.run.runner import record_run
+    from surfbench.bench.store.results import RunStore
 
-    spec = cell.spec
     store = RunStore(folder, commit_interval_s=COMMIT_INTERVAL_S)
     store.prepare()
-    store.write_run_info(
-        {
-            **environment_info(),
-            "catalog_hashes": {spec.suite: cell.suite.catalog.content_hash},
-            "cells": [{**vars(spec), "tasks": list(spec.tasks), "tags": list(spec.tags), **cell.provenance()}],
-        }
-    )
+    record_run(store, cell)
     return store
 
 

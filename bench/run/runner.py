@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import replace
 from typing import Any
 
+from surfbench.bench.base.bounded import ReadRefused, read_text
 from surfbench.bench.base.concurrency import in_order
 from surfbench.bench.base.config import ConfigError, read_group_config, surface_config
 from surfbench.bench.contracts.registry import build_surface
@@ -23,7 +25,7 @@ from surfbench.bench.store.identity import (
     label,
 )
 from surfbench.bench.store.recorded import record_cell
-from surfbench.bench.store.results import RunStore
+from surfbench.bench.store.results import RunStore, environment_info
 from surfbench.bench.store.tables import EpisodeRow
 from surfbench.bench.suites.grow import grow_suite, grown_label
 from surfbench.bench.suites.suite import Task, load_suite
@@ -141,6 +143,33 @@ def episode_order(cell: Cell) -> list[tuple[Task, int]]:
     return [(t, r) for t in tasks for r in repeats]
 
 
+def cell_record(cell: Cell) -> dict[str, Any]:
+    """What run.json keeps of a cell: its spec (what was asked) and its provenance (what it resolved to)."""
+    spec = cell.spec
+    return {**vars(spec), "tasks": list(spec.tasks), "tags": list(spec.tags), **cell.provenance()}
+
+
+def record_run(store: RunStore, cell: Cell) -> None:
+    """Record ``cell`` in the run folder's run.json, with the machine, versions and command line (merged by cell id)."""
+    store.write_run_info(
+        {
+            **environment_info(),
+            "catalog_hashes": {cell.spec.suite: cell.suite.catalog.content_hash},
+            "cells": [cell_record(cell)],
+        }
+    )
+
+
+def _records(store: RunStore, cell: Cell) -> bool:
+    """Whether the folder's run.json already records this cell identity."""
+    try:
+        info = json.loads(read_text(store.root / "run.json", "run record"))
+    except (OSError, ValueError, ReadRefused):
+        return False
+    cells = info.get("cells") if isinstance(info, dict) else None
+    return any(isinstance(c, dict) and c.get("cell_id") == cell.cell_id for c in cells or [])
+
+
 def run_cell(
     cell: Cell,
     pool: ModelPool,
@@ -158,6 +187,8 @@ def run_cell(
     is claimed before it runs, so they split the work and none runs twice. Episodes another live process
     holds are skipped, then waited for at the end, so that the cell's summary counts every one.
     """
+    if not _records(store, cell):  # run.json is the run stage's to write: a folder run here is a run folder
+        record_run(store, cell)
     catalogs = [cell.suite.catalog, cell.own_catalog, *(t.catalog for t in cell.tasks)]
     record_cell(store.root, cell.cell_id, cell.surface, [c for c in catalogs if c is not None])  # bench.store.recorded
     done = store.done_keys()
