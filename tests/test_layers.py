@@ -10,9 +10,9 @@ the contracts; suites up to the suite format. A module directly in ``bench/`` fa
 in the package of its stage.
 
 Beside the stages, a **feature room** (``bench/<room>/``, :data:`ROOMS`) holds one feature that would
-otherwise be cut across them (task synthesis, sequential decisions, the server's benchmarks). A room
-stands after the core: it may import every stage but the front ends (``cli``), and another room only where
-:data:`ROOM_IMPORTS` declares it; no stage imports a room but ``cli``, which drives them all, and neither
+otherwise be cut across them (task synthesis, sequential decisions, the server's benchmarks, suite authoring).
+A room stands after the core: it may import every stage but the front ends (``cli``), and another room only
+where :data:`ROOM_IMPORTS` declares it; no stage imports a room but ``cli``, which drives them all, and neither
 surfaces nor suites import one.
 """
 
@@ -43,6 +43,9 @@ ROOMS = {
     "pairs, gate and runs, cut across analysis, report and cli before",
     "serverbench": "the local server's benchmarks and checks (scripts/bench_*.py): batching, the slot cache check; "
     "no user metric, so not in the analysis stage",
+    "authoring": "suite authoring (surfbench init, check): scaffolds for a catalog or a live MCP server, its data's "
+    "placement, the oracle replay, the retrieval chosen on the tasks; built on catalog, suites, run, store and "
+    "analysis, in cli before",
 }
 """Feature rooms, each with why it is one: a package that imports every core stage but ``cli``, and that only
 ``cli`` imports among the core."""

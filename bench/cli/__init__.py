@@ -1,9 +1,8 @@
 """The front ends: the command line, the Python API and Hydra.
 
 The front ends: the command line (``cli``), the Python API under it (``api``: ``surfbench.run``), Hydra's
-composition and sweeps (``compose``, ``sweep``, ``session``), suite scaffolding (``scaffold``,
-``scaffold_mcp``), catalog-scale runs (``scale_cli``), the ``mcp`` commands (``mcp``) and temporary folders
-(``tempdirs``).
+composition and sweeps (``compose``, ``sweep``, ``session``), catalog-scale runs (``scale_cli``), the ``mcp``
+options and commands (``mcp``) and temporary folders (``tempdirs``).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
+from surfbench.bench.authoring.authoring_cli import add_authoring_commands
 from surfbench.bench.base.argtypes import positive_int
 from surfbench.bench.base.atomic import out_file, out_folder, write_atomic
 from surfbench.bench.base.config import ConfigError, group_names, surface_config
@@ -20,8 +21,7 @@ from surfbench.bench.catalog.embedding import EmbeddingModelMissing
 from surfbench.bench.catalog.wire import TokenizerUnavailable
 from surfbench.bench.cli.diff_cli import add_diff_command
 from surfbench.bench.cli.mcp import add_commands as add_mcp_commands
-from surfbench.bench.cli.mcp import add_server_options, surface_catalog
-from surfbench.bench.cli.scaffold_mcp import add_commands as add_suite_commands
+from surfbench.bench.cli.mcp import add_server_options, server_spec, surface_catalog
 from surfbench.bench.cli.scale_cli import add_scale_commands
 from surfbench.bench.cli.view_cli import add_view_commands
 from surfbench.bench.contracts.plugins import add_commands as add_plugin_commands
@@ -339,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cache", help="response cache: surfbench cache [info|clear]")
     p.add_argument("action", nargs="?", choices=["info", "clear"], default="info")
     p.set_defaults(func=_cache)
-    add_suite_commands(sub)  # init, check (their command line: bench/cli/scaffold_mcp.py)
+    add_authoring_commands(sub, add_server_options, server_spec)  # init, check (bench/authoring/authoring_cli.py)
     add_synth_command(sub)  # synth: verified tasks from the catalog and world (bench/synth/synth_cli.py)
     add_scale_commands(sub)  # retrieval, pool (bench/cli/scale_cli.py)
     add_mcp_commands(sub)  # catalog dump (bench/cli/mcp.py)

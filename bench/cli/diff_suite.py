@@ -4,8 +4,9 @@ Two things, both without a model:
 
 - the expected calls that validated against the old catalog and no longer do against the new one: a call naming an
   operation that is gone (removed, or renamed: the task still names the old one), or whose arguments, as the oracle
-  sends them (:func:`surfbench.bench.cli.scaffold.reference_args`, the rule ``surfbench check`` validates), fail the
-  new JSON schema. A call that already failed against the old catalog is not the change's doing and is left out;
+  sends them (:func:`surfbench.bench.authoring.scaffold.reference_args`, the rule ``surfbench check`` validates),
+  fail the new JSON schema. A call that already failed against the old catalog is not the change's doing and is
+  left out;
 - the retrieval funnel on the tasks, before and after (:func:`surfbench.bench.analysis.retrieval_eval.evaluate`, what
   ``surfbench retrieval`` prints): recall@k and MRR of each retriever. On the new catalog a renamed operation is
   looked for under its new name (a rename is a guess, but it is the operation the task needs); a removed one counts
@@ -19,12 +20,12 @@ from dataclasses import replace
 from typing import Any
 
 from surfbench.bench.analysis.retrieval_eval import RetrievalRow, evaluate, missed_at
+from surfbench.bench.authoring.scaffold import reference_args
 from surfbench.bench.base.validation import validate_args
 from surfbench.bench.catalog.catalog import Catalog
 from surfbench.bench.catalog.catalog_diff import CatalogDiff
 from surfbench.bench.catalog.embedding import EmbeddingModelMissing
 from surfbench.bench.catalog.retrieval import retriever_kind
-from surfbench.bench.cli.scaffold import reference_args
 from surfbench.bench.report.diff_report import BrokenCall, RetrievalChange, SuiteChange, renames
 from surfbench.bench.suites.suite_model import Suite, Task
 

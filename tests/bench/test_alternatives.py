@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.cli.scaffold import ORACLE_MODEL, check_suite
+from surfbench.bench.authoring.scaffold import ORACLE_MODEL, check_suite
 from surfbench.bench.models.scripted import OracleClient, ScriptedClient, call_turn, with_usage
 from surfbench.bench.models.types import ModelRequest, ModelTurn
 from surfbench.bench.report.report import markdown

@@ -3,8 +3,8 @@
 A code-free suite of 30 one-call tasks on the first 15 of its 40 operations is run on its old catalog (the scripted
 oracle, on ``full`` and ``core``: core shows the first 15 operations). The new catalog puts 15 admin operations at
 the top of the list: ``full`` still shows every operation the tasks need, while ``core`` now shows only the admin
-ones, so every task core solved on the old catalog fails on the new one. The follow-up must find core worse (close) and full
-not worse, stop running core once decided, write its episodes to a folder of its own, and resume.
+ones, so every task core solved on the old catalog fails on the new one. The follow-up must find core worse (close)
+and full not worse, stop running core once decided, write its episodes to a folder of its own, and resume.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from surfbench.bench.authoring.scaffold import ORACLE_MODEL
 from surfbench.bench.cli.cli import main as cli
-from surfbench.bench.cli.scaffold import ORACLE_MODEL
 from surfbench.bench.models import ModelPool
 from surfbench.bench.models.scripted import OracleClient
 from surfbench.bench.report.gate import judge

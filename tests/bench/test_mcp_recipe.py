@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
+from surfbench.bench.authoring.scaffold_mcp import recipe
 from surfbench.bench.cli.cli import main as cli_main
-from surfbench.bench.cli.scaffold_mcp import recipe
 from surfbench.bench.mcp.mcp_catalog import Workdir
 from surfbench.bench.mcp.mcp_spec import from_mapping
 from surfbench.bench.store.results import load_runs
@@ -369,7 +369,7 @@ def words(lines: list[str]) -> list[str]:
 @pytest.mark.skipif(importlib.util.find_spec("mcp_server_git") is None, reason="n/a: mcp-server-git not installed")
 def test_the_recipe_of_the_docs_runs_verbatim_on_mcp_server_git_and_ends_with_a_report(tmp_path: Path):
     lines = recipe_block()
-    # steps 3 to 7 are the ones init writes into every suite's README (bench.cli.scaffold_mcp.recipe)
+    # steps 3 to 7 are the ones init writes into every suite's README (bench.authoring.scaffold_mcp.recipe)
     assert words(lines[1:]) == words(recipe("myrepo", "suites/myrepo", "suites").splitlines())
     repo = git_repo(tmp_path / "myrepo")
     before = tree(repo)

@@ -18,7 +18,7 @@ FOLDER = FIXTURES / "alternatives"
 
 def run_into(root: Path, max_steps: int | None) -> None:
     """The fixture suite's four tasks on ``full`` (oracle) into ``root``, recorded in run.json as a run records them."""
-    from surfbench.bench.cli.scaffold import ORACLE_MODEL
+    from surfbench.bench.authoring.scaffold import ORACLE_MODEL
     from surfbench.bench.models import ModelPool
     from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
     from surfbench.bench.store.results import RunStore

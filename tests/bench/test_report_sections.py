@@ -69,7 +69,7 @@ class WrongFirstCreate:
 @pytest.fixture
 def scripted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The fixture suite on full (twice per task), preselect, and full over a catalog grown to 20 operations."""
-    from surfbench.bench.cli.scaffold import ORACLE_MODEL
+    from surfbench.bench.authoring.scaffold import ORACLE_MODEL
     from surfbench.bench.models import ModelPool
     from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
     from surfbench.bench.store.results import RunStore
@@ -202,7 +202,7 @@ def test_a_wide_table_scrolls_inside_its_box():
 def test_cells_that_ran_different_tasks_are_flagged_above_the_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A stopped sequential run's report compared cells of 10, 8, 5 and 5 episodes side by side with no word; repeats
     of the same tasks (the fixture run's full x2) are not uneven, other tasks are."""
-    from surfbench.bench.cli.scaffold import ORACLE_MODEL
+    from surfbench.bench.authoring.scaffold import ORACLE_MODEL
     from surfbench.bench.models import ModelPool
     from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
     from surfbench.bench.store.results import RunStore

@@ -47,7 +47,7 @@ TASKS = """- id: get-a
 
 def run_slashy(tmp_path: Path, surfaces: tuple[str, ...] = ("full",)) -> tuple[Path, Path]:
     """The tiny suite run by the scripted oracle on ``surfaces``; (run folder, suites folder)."""
-    from surfbench.bench.cli.scaffold import ORACLE_MODEL
+    from surfbench.bench.authoring.scaffold import ORACLE_MODEL
     from surfbench.bench.models import ModelPool
     from surfbench.bench.models.scripted import OracleClient
     from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell

@@ -158,7 +158,7 @@ def test_check_writes_the_preselection_measured_on_the_tasks_and_keeps_a_file_th
 ):
     """init's preselect and search are the shipped BM25 at 5 until check has tasks to measure them on; then the
     suite's own configs/surface/*.yaml say which retriever and k show an expected operation for every task."""
-    from surfbench.bench.cli.scaffold_retrieval import MARK, measured_surfaces
+    from surfbench.bench.authoring.scaffold_retrieval import MARK, measured_surfaces
 
     suite, _, _ = journey
     lines = measured_surfaces(str(suite))

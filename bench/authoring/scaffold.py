@@ -412,7 +412,7 @@ def check_suite(target: str, live: dict[str, Any] | None = None) -> tuple[int, i
     a read task with answer words, "" when the results satisfy it, else why not), the catalog's ``ops``,
     and for a server on live data (``live_data``) ``wrote``: per task, what its episode changed there.
     """
-    from surfbench.bench.cli.scaffold_data import tree_changes, tree_state
+    from surfbench.bench.authoring.scaffold_data import tree_changes, tree_state
     from surfbench.bench.suites.checks import answer_in_results, judged_on_results
     from surfbench.bench.suites.suite import load_suite
 
@@ -431,7 +431,7 @@ def check_suite(target: str, live: dict[str, Any] | None = None) -> tuple[int, i
             wrote[task_id], seen = tree_changes(seen, now), now
 
     ran, failed = oracle_failures(target, calls, after)
-    if live is not None and suite.mcp is not None:  # what the live server answered (bench.cli.scaffold_mcp)
+    if live is not None and suite.mcp is not None:  # what the live server answered (bench.authoring.scaffold_mcp)
         if data is not None:
             live.update(live_data=data, wrote=wrote)
         answers = {

@@ -1,31 +1,27 @@
 """``surfbench init --mcp "COMMAND ARGS" DIR`` (or ``--mcp-url URL``): a suite over a live MCP server.
 
 Isolated by default: the folder the server's arguments name (or ``--fixture DIR``) is copied into DIR as
-``fixture/`` and its argument becomes ``{workdir}`` (bench/cli/scaffold_data.py), so every episode, ``check``
-included, runs the server on a fresh copy; ``--live-data`` runs it on the folder itself. The server is
-started once, on a copy, and its tools listed; DIR gets suite.yaml (``catalog: {mcp: ..., pinned:
+``fixture/`` and its argument becomes ``{workdir}`` (bench/authoring/scaffold_data.py), so every episode,
+``check`` included, runs the server on a fresh copy; ``--live-data`` runs it on the folder itself. The server
+is started once, on a copy, and its tools listed; DIR gets suite.yaml (``catalog: {mcp: ..., pinned:
 tools.json}``, ``backend: mcp``), tools.json (the ``tools/list`` answer as sent, what ``surfbench catalog
-dump`` writes), tasks.yaml (bench/cli/scaffold.py's example tasks without ``canned``: results come from the
-server), gate.yaml, README.md (the recipe's remaining steps, every path relative) and
-configs/suite/<name>.yaml. Also the command line of ``init`` and ``check`` (for a live suite, ``check``
-says per task what the server returned to the oracle's calls and whether each read task's answer words
-occur in it).
+dump`` writes), tasks.yaml (bench/authoring/scaffold.py's example tasks without ``canned``: results come from
+the server), gate.yaml, README.md (the recipe's remaining steps, every path relative) and
+configs/suite/<name>.yaml. Also, for a live suite, what ``check`` says per task (:func:`live_lines`): what the
+server returned to the oracle's calls and whether each read task's answer words occur in it. The command
+line of ``init`` and ``check`` is bench/authoring/authoring_cli.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from surfbench.bench.base.config import group_names
-from surfbench.bench.catalog.catalog import Catalog, Operation
-from surfbench.bench.cli.scaffold import (
+from surfbench.bench.authoring.scaffold import (
     REFUSE_ANSWER,
     SYSTEM_PROMPT,
     _dump,
@@ -33,30 +29,17 @@ from surfbench.bench.cli.scaffold import (
     _task,
     _working_op,
     building,
-    check_suite,
     example_operations,
-    init_suite,
     recipe_paths,
     smoke_turn,
     suite_name,
 )
-from surfbench.bench.cli.scaffold_data import Placement, copy_data, place
-from surfbench.bench.mcp.mcp_spec import STARTUP_TIMEOUT_S, McpError, ServerSpec
+from surfbench.bench.authoring.scaffold_data import Placement, copy_data, place
+from surfbench.bench.catalog.catalog import Catalog, Operation
+from surfbench.bench.mcp.mcp_spec import STARTUP_TIMEOUT_S, ServerSpec
 
 SURFACES = "full,dispatcher,preselect,search"
 MODEL = "qwen2.5-coder-0.5b-instruct"
-
-
-def server_for_init(args: argparse.Namespace) -> ServerSpec | None:
-    """The live server ``init`` names (None for ``--catalog``); McpError for a bad combination of options."""
-    from surfbench.bench.cli.mcp import server_spec
-
-    spec = server_spec(args)  # exactly one of --catalog, --mcp, --mcp-url
-    if spec is None and args.mcp_header:
-        raise McpError(args.catalog, "--mcp-header applies to --mcp-url only")
-    if spec is not None and args.format:
-        raise McpError(spec.label, "--format applies to --catalog only (a live server's list is MCP)")
-    return spec
 
 
 def server_mapping(spec: ServerSpec) -> dict[str, Any]:
@@ -138,7 +121,7 @@ def gate_text(name: str) -> str:
 # surfbench gate --criteria gate.yaml RUN: ship / revise / close per candidate surface against `full`
 # (docs/sweeps-and-gates.md); the thresholds are the shipped gates' (configs/gate/front-door.yaml).
 # preselect and search are this suite's configs/surface/preselect.yaml and search.yaml once `surfbench check`
-# has chosen their retriever and k on the tasks (bench/cli/scaffold_retrieval.py); before, the shipped ones.
+# has chosen their retriever and k on the tasks (bench/authoring/scaffold_retrieval.py); before, the shipped ones.
 name: {name}
 description: dispatcher, preselect and search against every tool as a typed tool (full), on {name}
 baseline: full
@@ -160,7 +143,7 @@ def _runnable_op(catalog: Catalog, first: list[Operation]) -> Operation | None:
 
 
 def tasks_text(catalog: Catalog) -> str:
-    """tasks.yaml: bench/cli/scaffold.py's runnable tasks and commented examples, without ``canned``."""
+    """tasks.yaml: bench/authoring/scaffold.py's runnable tasks and commented examples, without ``canned``."""
     chosen = example_operations(catalog)
     out = [
         "# Tasks of this suite (format: docs/suites.md in surfbench, 'The suite and task format').",
@@ -194,7 +177,8 @@ def tasks_text(catalog: Catalog) -> str:
             "answer": {"any_of": REFUSE_ANSWER},
         }
     )
-    out += [_dump(runnable).rstrip(), "", "# Examples, one per operation of bench/cli/scaffold.py's example_operations"]
+    examples = "# Examples, one per operation of bench/authoring/scaffold.py's example_operations"
+    out += [_dump(runnable).rstrip(), "", examples]
     out += ["# (the heaviest, else round-robin over categories). Uncomment one, write its turn as a user would"]
     out += ["# ask, put real values in args, and add an answer or state check for what the server really does."]
     for op in chosen:
@@ -289,7 +273,7 @@ def init_mcp_suite(
 ) -> tuple[str, int, Placement, tuple[int, int]]:
     """Write a suite over the server into ``folder``; (its name, tools listed, where the data went, (files, bytes)).
 
-    The server's data is copied into the suite (bench/cli/scaffold_data.py), the server started once on a
+    The server's data is copied into the suite (bench/authoring/scaffold_data.py), the server started once on a
     copy of it and its tools listed.
 
     Raises:
@@ -375,89 +359,3 @@ def live_lines(live: dict[str, Any]) -> list[str]:
         "never says is a task to fix"
     )
     return lines
-
-
-def _init(args: argparse.Namespace) -> int:
-    folder = Path(args.dir)
-    spec = server_for_init(args)
-    if spec is None:
-        if args.fixture or args.live_data:
-            raise McpError(args.catalog, "--fixture and --live-data apply to --mcp (a stdio server) only")
-        name = init_suite(args.catalog, folder, fmt=args.format, name=args.name, force=args.force)
-        print(f"wrote suite {name!r} in {folder} (see {folder / 'README.md'}); check it: surfbench check {folder}")
-        return 0
-    name, tools, placement, (files, size) = init_mcp_suite(
-        spec, folder, name=args.name, force=args.force, fixture=args.fixture, live_data=args.live_data
-    )
-    print(f"wrote suite {name!r} over the live MCP server {placement.spec.label} ({tools} tools) in {folder}")
-    if placement.data is not None:
-        print(
-            f"copied {placement.data} ({files} files, {size:,} bytes) into {folder / 'fixture'}: every episode, "
-            f"check included, runs the server on a fresh copy; {placement.data} is only read"
-        )
-    if placement.live is not None:
-        print(f"warning: --live-data: the server works on {placement.live} itself: check and every run change it")
-    for given, written in placement.rewritten:
-        print(f"argument {given} written as {written}")
-    print(f"next (see {folder / 'README.md'}): edit {folder / 'tasks.yaml'}, then surfbench check {folder}")
-    return 0
-
-
-def _check(args: argparse.Namespace) -> int:
-    live: dict[str, Any] = {}
-    ran, solved, lines = check_suite(args.suite, live)
-    for line in live_lines(live):
-        print(line)
-    for line in lines:
-        print(f"surfbench: check: {line}", file=sys.stderr)
-    name = Path(args.suite).name if Path(args.suite).is_dir() else args.suite.partition(":")[0]
-    if Path(args.suite, "suite.yaml").is_file():  # a suite named apart from its folder (init --name)
-        declared = yaml.safe_load(Path(args.suite, "suite.yaml").read_text(encoding="utf-8"))
-        name = str(declared.get("name") or name) if isinstance(declared, dict) else name
-    if name not in group_names("suite") and not (Path(args.suite) / "configs" / "suite" / f"{name}.yaml").is_file():
-        print(f"note: no configs/suite/{name}.yaml in SURFBENCH_CONFIGS: `surfbench run suite={name}` needs one")
-    flagged = sum(1 for why in (live.get("answers") or {}).values() if why)
-    judged = sum(1 for why in (live.get("answers") or {}).values() if why is not None)
-    answers = f"; answers found in the server's results {judged - flagged}/{judged}" if judged else ""
-    if lines:
-        print(f"{len(lines)} problem(s): {ran} tasks, oracle solves {solved}/{ran}{answers}")
-        return 2
-    from surfbench.bench.cli.scaffold_retrieval import measured_surfaces
-
-    for line in measured_surfaces(args.suite):  # an init'd suite: preselect and search chosen on its tasks
-        print(line)
-    print(f"ok: {ran} tasks, oracle solves {solved}/{ran}{answers}")
-    return 0
-
-
-def add_commands(sub: Any) -> None:
-    """The ``init`` and ``check`` subcommands, on the ``surfbench`` parser's subparsers."""
-    from surfbench.bench.cli.mcp import add_server_options
-
-    p = sub.add_parser(
-        "init", help="write a suite for a catalog (code-free) or a live MCP server: suite.yaml, tasks.yaml, README"
-    )
-    p.add_argument("dir", metavar="DIR", help="the new suite's folder (its name is the suite's unless --name)")
-    p.add_argument(
-        "--catalog", default=None, help="catalog file (OpenAI/Anthropic/MCP/OpenAPI/BFCL/native) or module:attr"
-    )
-    add_server_options(p)  # --mcp COMMAND / --mcp-url URL instead of --catalog: a suite over the live server
-    p.add_argument(
-        "--fixture",
-        metavar="DATA_DIR",
-        default=None,
-        help="with --mcp: the folder the server serves, copied into the suite (default: the one folder its "
-        "arguments name); each episode runs on a fresh copy",
-    )
-    p.add_argument(
-        "--live-data",
-        action="store_true",
-        help="with --mcp: run the server on the folder its arguments name, not a copy (writes change it)",
-    )
-    p.add_argument("--format", default=None, help="catalog format when it cannot be guessed")
-    p.add_argument("--name", default=None, help="suite name (default: DIR's name)")
-    p.add_argument("--force", action="store_true", help="write into a non-empty DIR, replacing the files init writes")
-    p.set_defaults(func=_init)
-    p = sub.add_parser("check", help="validate a suite: schemas, expected calls, and an oracle replay of every task")
-    p.add_argument("suite", metavar="DIR_OR_NAME", help="a suite folder, or a suite's name")
-    p.set_defaults(func=_check)
