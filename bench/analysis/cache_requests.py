@@ -23,6 +23,7 @@ from surfbench.bench.base.values import missing as _missing
 from surfbench.bench.models.cache_profiles import PROFILES, CacheProfile, ProfilePrices, profile, profile_prices
 from surfbench.bench.models.segments import SYSTEM, TOOLS, digest, message_segment, text_tokens
 from surfbench.bench.store.results import key_stem
+from surfbench.bench.store.tables import as_int
 from surfbench.bench.store.transcripts import iter_transcripts
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ CELL_KEYS = ("suite", "surface", "surface_kind", "model", "params_b", "mode")
 """What makes a cell of the report (bench.report.report_data.CELL_KEYS)."""
 
 
-def cell_key(values: Mapping[str, Any]) -> tuple[str, ...]:
+def cell_key(values: Mapping[str, object]) -> tuple[str, ...]:
     """A cell's key: its CELL_KEYS values as text (a missing size is ``nan`` on both sides)."""
     return tuple(str(values.get(k)) for k in CELL_KEYS)
 
@@ -54,22 +55,22 @@ class CellRequests:
     """The model config's ``cache_profiles`` (run.json), if it had any."""
 
 
-def _int(value: Any, default: int = 0) -> int:
-    return default if _missing(value) else int(value)
+def _int(value: object, default: int = 0) -> int:
+    return default if _missing(value) else as_int(value)
 
 
-def _recorded(raw: Any) -> list[Segment] | None:
+def _recorded(raw: object) -> list[Segment] | None:
     if _missing(raw):
         return None
     items = decoded(raw)
     return [Segment(str(part), str(dig), float(tokens)) for part, dig, tokens in items]
 
 
-def transcript_messages(text: str | None) -> list[dict[str, Any]] | None:
+def transcript_messages(text: str | None) -> list[dict[str, object]] | None:
     """The chat messages of an episode's transcript (its ``message`` lines, in order); None without a transcript."""
     if text is None:
         return None
-    out = []
+    out: list[dict[str, object]] = []
     for line in text.splitlines():
         if line.strip():
             obj = json.loads(line)
@@ -78,7 +79,7 @@ def transcript_messages(text: str | None) -> list[dict[str, Any]] | None:
     return out
 
 
-def _rebuilt(messages: list[dict[str, Any]], steps: Sequence[Mapping[str, Any]]) -> list[list[Segment]] | None:
+def _rebuilt(messages: list[dict[str, object]], steps: Sequence[Mapping[str, object]]) -> list[list[Segment]] | None:
     """LEGACY: each step's segments from the episode's transcript messages (None if they do not line up)."""
     answers = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
     if len(answers) < len(steps) or not messages or messages[0].get("role") != "system":

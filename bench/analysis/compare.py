@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from surfbench.bench.analysis.metrics import METRICS, Metric, declared
 from surfbench.bench.analysis.power import mde_from_interval, mde_paired
@@ -113,7 +113,7 @@ def mcnemar_exact(b: int, c: int) -> float | None:
     return min(1.0, 2 * tail)
 
 
-def _tries(row: Mapping[str, Any], ops: set[str] | None) -> tuple[int, int]:
+def _tries(row: Mapping[str, object], ops: set[str] | None) -> tuple[int, int]:
     raw = row["first_tries"]
     items = decoded(raw)
     chosen = [ft for ft in items if ops is None or ft["op"] in ops]
@@ -197,7 +197,7 @@ def paired_comparisons(frame: pd.DataFrame, baseline: str, ops: set[str] | None 
     return out
 
 
-def declared_delta(metric: Metric, matched: list[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> PairedDelta:
+def declared_delta(metric: Metric, matched: Sequence[tuple[Mapping[str, object], Mapping[str, object]]]) -> PairedDelta:
     """A registered metric on the paired episodes (baseline, candidate): candidate minus baseline, with its interval.
 
     The mean paired difference of its per-episode values over the pairs where both have one, with the 95%

@@ -14,20 +14,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
+
+from surfbench.bench.store.tables import as_float
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 SHARES = ("call_share", "state_share")
 """Means of per-episode shares (an efficiency is in [0, 1] too)."""
 BOOTSTRAP_RESAMPLES = 9999
 
 
-def _values(rows: Iterable[Mapping[str, Any]], column: str) -> list[float]:
+def _values(rows: Iterable[Mapping[str, object]], column: str) -> list[float]:
     out = []
     for row in rows:
         value = row.get(column)
         if value is None or str(value) == "<NA>" or (isinstance(value, float) and math.isnan(value)):
             continue
-        out.append(float(value))
+        out.append(as_float(value))
     return out
 
 
@@ -63,11 +69,11 @@ def mean_interval(values: list[float], share: bool = False) -> tuple[float | Non
     return mean, max(min(values), low), min(max(values), high)
 
 
-def _mean(sample: Any, axis: int = -1) -> Any:
+def _mean(sample: npt.NDArray[np.float64], axis: int = -1) -> npt.NDArray[np.float64]:
     return sample.mean(axis=axis)
 
 
-def credit_fields(rows: list[Mapping[str, Any]]) -> dict[str, float | None]:
+def credit_fields(rows: list[Mapping[str, object]]) -> dict[str, float | None]:
     """The CellSummary fields of partial and efficient credit and of the policy, from a cell's episode rows."""
     out: dict[str, float | None] = {}
     for name in (*SHARES, "efficiency"):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -31,11 +31,14 @@ from typing import TYPE_CHECKING, Any
 from surfbench.bench.analysis.retrieval_eval import expected_ops
 from surfbench.bench.base.sections import Section
 from surfbench.bench.contracts.records import RETRIEVAL_METAS
+from surfbench.bench.store.tables import as_int
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from surfbench.bench.store.evidence import CellInfo, RunInfo
     from surfbench.bench.store.recorded import RecordedCatalogs
+    from surfbench.bench.suites.suite_model import Suite
 
 RETRIEVAL_KINDS = ("preselect", "search", "lazy", "code")
 """LEGACY (runs before records v2, which record no ``retrieves``): the kinds whose cells are funnel rows (code: its
@@ -71,25 +74,25 @@ class FunnelRow:
     """Tasks whose episode showed or returned no operation at all."""
 
 
-def _cells(infos: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _cells(infos: Mapping[str, RunInfo]) -> dict[str, CellInfo]:
     return {c["cell_id"]: c for info in infos.values() for c in info.get("cells", []) if "cell_id" in c}
 
 
-def _suite(cell: dict[str, Any], cache: dict[tuple[Any, ...], Any]) -> Any:
+def _suite(cell: Mapping[str, object], cache: dict[tuple[object, ...], Suite]) -> Suite:
     from surfbench.bench.suites.grow import grow_suite
     from surfbench.bench.suites.suite import load_suite
 
     key = (cell["suite"], cell.get("grow"), cell.get("grow_seed", 0))
     if key not in cache:
         suite = load_suite(str(cell["suite"]))
-        cache[key] = grow_suite(suite, int(key[1]), int(key[2] or 0)) if key[1] else suite
+        cache[key] = grow_suite(suite, as_int(key[1]), as_int(key[2] or 0)) if key[1] else suite
     return cache[key]
 
 
-def catalog_sizes(infos: dict[str, dict[str, Any]]) -> dict[str, int]:
+def catalog_sizes(infos: Mapping[str, RunInfo]) -> dict[str, int]:
     """cell_id -> operations in the cell's catalog (run.json's ``catalog_size``; LEGACY: else the suite's, grown)."""
     out: dict[str, int] = {}
-    cache: dict[tuple[Any, ...], Any] = {}
+    cache: dict[tuple[object, ...], Suite] = {}
     for cell_id, cell in _cells(infos).items():
         size = cell.get("catalog_size")
         out[cell_id] = int(size) if size else len(_suite(cell, cache).catalog)
@@ -136,7 +139,7 @@ def _listed(value: Any) -> list[Any] | None:
 
 
 def recorded_shown(
-    steps: Sequence[dict[str, Any]], calls: Sequence[dict[str, Any]], catalog: Callable[[], Sequence[str]]
+    steps: Sequence[Mapping[str, object]], calls: Sequence[Mapping[str, object]], catalog: Callable[[], Sequence[str]]
 ) -> list[str]:
     """What the surface showed or returned in one episode, from its own records (records v2), best first.
 
@@ -145,12 +148,12 @@ def recorded_shown(
     retrieving meta calls (:data:`~surfbench.bench.contracts.records.RETRIEVAL_METAS`), by rank, in call order;
     each operation once. An episode never sent (it does not fit) has no step: nothing shown.
     """
-    first = min(steps, key=lambda s: int(s["step"]), default=None)
+    first = min(steps, key=lambda s: as_int(s["step"]), default=None)
     if first is None:
         return []
     listed = _listed(first.get("operations_shown"))
     names = [str(n) for n in listed] if listed is not None else list(catalog())
-    for call in sorted(calls, key=lambda c: (int(c["step"]), int(c["index"]))):
+    for call in sorted(calls, key=lambda c: (as_int(c["step"]), as_int(c["index"]))):
         hits = _listed(call.get("hits"))
         if hits is not None and call.get("meta") in RETRIEVAL_METAS:
             names += [str(h["op"]) for h in sorted(hits, key=lambda h: int(h["rank"]))]
@@ -162,14 +165,14 @@ def _names(catalogs: RecordedCatalogs, digest: str) -> list[str]:
     return catalogs.names(digest) if digest in catalogs else []
 
 
-def _grouped(runs: Sequence[str | Path], table: str) -> dict[str, list[dict[str, Any]]]:
+def _grouped(runs: Sequence[str | Path], table: str) -> dict[str, list[dict[str, object]]]:
     from surfbench.bench.store.results import load_runs
 
     rows = load_runs(runs, table)
     return {str(k): g.to_dict("records") for k, g in rows.groupby("episode_key")} if len(rows) else {}
 
 
-def funnel_rows(runs: Sequence[str | Path], frame: pd.DataFrame, infos: dict[str, dict[str, Any]]) -> list[FunnelRow]:
+def funnel_rows(runs: Sequence[str | Path], frame: pd.DataFrame, infos: Mapping[str, RunInfo]) -> list[FunnelRow]:
     """One row per retrieval cell (surface x model x catalog size) of ``frame`` (the report's episodes).
 
     An episode recorded with records v2 is read from the run folder only (its expected operations, steps,
@@ -242,11 +245,11 @@ class _Legacy:
     """LEGACY (runs before records v2): an episode's funnel inputs from today's suite and a rebuilt surface."""
 
     def __init__(self) -> None:
-        self.suites: dict[tuple[Any, ...], Any] = {}
+        self.suites: dict[tuple[object, ...], Suite] = {}
         self.surfaces: dict[tuple[str, int], Any] = {}
 
     def episode(
-        self, ep: dict[str, Any], cell: dict[str, Any], by_episode: dict[str, list[dict[str, Any]]]
+        self, ep: dict[str, Any], cell: CellInfo, by_episode: dict[str, list[dict[str, Any]]]
     ) -> tuple[tuple[str, ...], list[str], int] | None:
         """(expected operations, shown, catalog size), or None when the episode is not a funnel row."""
         from surfbench.bench.contracts.registry import build_surface
@@ -269,7 +272,7 @@ class _Legacy:
         return expected_ops(task), shown, len(catalog)
 
 
-def _funnel_order(item: tuple[tuple[str, str, int], Any]) -> tuple[str, int, str, str]:
+def _funnel_order(item: tuple[tuple[str, str, int], object]) -> tuple[str, int, str, str]:
     """By surface config, then catalog size (as a number: 256 before 1,024), then model, then label."""
     (surface, model, size), _ = item
     return (surface.split("[")[0], size, model, surface)

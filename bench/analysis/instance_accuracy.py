@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+
+from surfbench.bench.store.tables import as_int
 
 
-def _count(value: Any) -> int | None:
+def _count(value: object) -> int | None:
     if value is None or str(value) == "<NA>" or (isinstance(value, float) and math.isnan(value)):
         return None
-    return int(value)
+    return as_int(value)
 
 
 def wilson_interval(right: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -27,7 +28,7 @@ def wilson_interval(right: int, n: int, z: float = 1.959963984540054) -> tuple[f
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def instance_fields(rows: Iterable[Mapping[str, Any]]) -> dict[str, float | None]:
+def instance_fields(rows: Iterable[Mapping[str, object]]) -> dict[str, float | None]:
     """``instance_accuracy`` and its interval for the cell whose episode rows these are."""
     calls = right = 0
     for row in rows:

@@ -19,7 +19,7 @@ from surfbench.bench.analysis.instance_accuracy import instance_fields
 from surfbench.bench.base.values import decoded
 from surfbench.bench.base.values import missing as _missing
 from surfbench.bench.score.scorer import does_not_fit, is_context_overflow
-from surfbench.bench.store.tables import CellSummary
+from surfbench.bench.store.tables import CellSummary, as_float, as_int
 
 MetricKind = Literal["pct", "num", "count", "usd"]
 Test = Literal["drop", "ratio", "limit"]
@@ -75,12 +75,12 @@ class Metric:
         stem = self.criterion_stem or self.name
         return {test: f"{stem}_max" if test == "limit" else f"{stem}_{test}_max" for test in self.criteria}
 
-    def format(self, value: Any) -> str:
+    def format(self, value: float | None) -> str:
         """``value`` as reports print this metric ("-" when missing)."""
         if self.kind == "count":
             return "-" if _missing(value) else str(value)
         if self.kind == "usd":  # cents and fractions of them: four decimals
-            return "-" if _missing(value) else f"${float(value):,.4f}"
+            return "-" if _missing(value) else f"${as_float(value):,.4f}"
         return fmt(value, "pct" if self.kind == "pct" else "")
 
     def _direction(self) -> bool:
@@ -276,15 +276,21 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def _mean(values: Iterable[Any]) -> float | None:
-    clean = [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+def _mean(values: Iterable[object]) -> float | None:
+    clean = [as_float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
     return sum(clean) / len(clean) if clean else None
 
 
-def summarize_cell(rows: list[Mapping[str, Any]]) -> CellSummary:
+def _error(row: Mapping[str, object]) -> str | None:
+    """The episode's error text (None: no error recorded)."""
+    error = row.get("error")
+    return error if isinstance(error, str) else None
+
+
+def summarize_cell(rows: list[Mapping[str, object]]) -> CellSummary:
     """The cell's aggregate numbers from its episode rows (dicts or DataFrame records)."""
-    expected = sum(int(r["expected_calls"]) for r in rows)
-    correct = sum(int(r["first_try_correct"]) for r in rows)
+    expected = sum(as_int(r["expected_calls"]) for r in rows)
+    correct = sum(as_int(r["first_try_correct"]) for r in rows)
     low, high = wilson(correct, expected)
     selections = [r["selection_correct"] for r in rows if r.get("selection_correct") is not None]
     sel = [bool(x) for x in selections if not (isinstance(x, float) and math.isnan(x))]
@@ -300,8 +306,8 @@ def summarize_cell(rows: list[Mapping[str, Any]]) -> CellSummary:
         overhead_round_trips=_mean(r["overhead_round_trips"] for r in rows),
         prompt_tokens_per_step=_mean(r["prompt_tokens_per_step"] for r in rows),
         request_bytes_per_step=_mean(r["request_bytes_per_step"] for r in rows),
-        recovered_after_error=sum(int(r["recovered_after_error"]) for r in rows),
-        failed_first_tries=sum(int(r["failed_first_tries"]) for r in rows),
+        recovered_after_error=sum(as_int(r["recovered_after_error"]) for r in rows),
+        failed_first_tries=sum(as_int(r["failed_first_tries"]) for r in rows),
         boundary_violations=_mean(r["boundary_violations"] for r in rows),
         protocol_violations=_mean(r["protocol_violations"] for r in rows),
         parse_failures=_mean(r["parse_failures"] for r in rows),
@@ -309,11 +315,9 @@ def summarize_cell(rows: list[Mapping[str, Any]]) -> CellSummary:
         latency_s=_mean(r["latency_s"] for r in rows),
         # runs recorded before stuck detection have no such column: unknown, not 0
         stuck_rate=_mean(None if _missing(r.get("stuck")) else float(bool(r["stuck"])) for r in rows),
-        harness_errors=sum(1 for r in rows if r.get("error") and not is_context_overflow(r.get("error"))),
-        context_overflows=sum(
-            1 for r in rows if is_context_overflow(r.get("error")) and not does_not_fit(r.get("error"))
-        ),
-        does_not_fit=sum(1 for r in rows if does_not_fit(r.get("error"))),
+        harness_errors=sum(1 for r in rows if r.get("error") and not is_context_overflow(_error(r))),
+        context_overflows=sum(1 for r in rows if is_context_overflow(_error(r)) and not does_not_fit(_error(r))),
+        does_not_fit=sum(1 for r in rows if does_not_fit(_error(r))),
         **_cost_fields(rows),
         **credit_fields(rows),  # partial and efficient credit, the policy (bench.analysis.credit_summary)
         **instance_fields(rows),  # pass-through parameters (bench.analysis.instance_accuracy)
@@ -321,7 +325,7 @@ def summarize_cell(rows: list[Mapping[str, Any]]) -> CellSummary:
     )
 
 
-def declared_fields(metric: Metric, rows: list[Mapping[str, Any]]) -> dict[str, float | None]:
+def declared_fields(metric: Metric, rows: list[Mapping[str, object]]) -> dict[str, float | None]:
     """A registered metric's cell value (and its interval, if it declares one) from the cell's episode rows."""
     assert metric.per_episode is not None
     values = [float(v) for v in (metric.per_episode(r) for r in rows) if v is not None and not _missing(v)]
@@ -345,7 +349,7 @@ def declared_fields(metric: Metric, rows: list[Mapping[str, Any]]) -> dict[str, 
     return {metric.name: value, f"{metric.name}_ci_low": low, f"{metric.name}_ci_high": high}
 
 
-def _cost_fields(rows: list[Mapping[str, Any]]) -> dict[str, float | None]:
+def _cost_fields(rows: list[Mapping[str, object]]) -> dict[str, float | None]:
     cost = summarize_cost(rows)
     return {"cached_share": cost.cached_share, "cost_per_episode": cost.cost_per_episode,
             "cost_per_solved": cost.cost_per_solved}  # fmt: skip
@@ -365,12 +369,12 @@ class CostSummary:
     """Model cost of the cell (USD)."""
 
 
-def summarize_cost(rows: list[Mapping[str, Any]]) -> CostSummary:
+def summarize_cost(rows: list[Mapping[str, object]]) -> CostSummary:
     """Cached share and cost per episode / per solved episode, from episode rows."""
     reported = [r for r in rows if not _missing(r.get("cached_prompt_tokens_total"))]
-    prompt = sum(int(r["prompt_tokens_total"] or 0) for r in reported if not _missing(r.get("prompt_tokens_total")))
-    cached = sum(int(r["cached_prompt_tokens_total"]) for r in reported)
-    total = sum(float(r.get("cost_usd") or 0.0) for r in rows)
+    prompt = sum(as_int(r["prompt_tokens_total"] or 0) for r in reported if not _missing(r.get("prompt_tokens_total")))
+    cached = sum(as_int(r["cached_prompt_tokens_total"]) for r in reported)
+    total = sum(as_float(r.get("cost_usd") or 0.0) for r in rows)
     solved = sum(1 for r in rows if r.get("success") and not _missing(r.get("success")))
     return CostSummary(
         cached_share=cached / prompt if prompt else None,
@@ -380,7 +384,7 @@ def summarize_cost(rows: list[Mapping[str, Any]]) -> CostSummary:
     )
 
 
-def per_operation(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
+def per_operation(rows: Iterable[Mapping[str, object]]) -> dict[str, tuple[int, int]]:
     """First-try (correct, attempts) per operation, from the episodes' ``first_tries`` column."""
     out: dict[str, list[int]] = {}
     for r in rows:
@@ -392,7 +396,7 @@ def per_operation(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int
     return {op: (c, n) for op, (c, n) in out.items()}
 
 
-def fmt(value: Any, kind: str = "") -> str:
+def fmt(value: float | None, kind: str = "") -> str:
     """A number as reports print it: ``pct`` a share as 42%; else 1 decimal (none from 1,000), "-" if missing."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"

@@ -21,9 +21,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from surfbench.bench.analysis.metrics import wilson
+from surfbench.bench.store.tables import as_int
 
 Z_ALPHA = 1.959963984540054  # two-sided 5%
 Z_POWER = 0.8416212335729143  # 80% power
@@ -116,10 +116,10 @@ class PassK:
     pass_hat_k_high: float
 
 
-def pass_k(rows: Iterable[Mapping[str, Any]]) -> PassK | None:
+def pass_k(rows: Iterable[Mapping[str, object]]) -> PassK | None:
     """pass@k and pass^k over a cell's tasks, or None when no task has more than one repeat."""
     by_task: dict[str, list[bool]] = {}
-    for r in sorted(rows, key=lambda r: int(r.get("repeat") or 0)):
+    for r in sorted(rows, key=lambda r: as_int(r.get("repeat") or 0)):
         by_task.setdefault(str(r["task_id"]), []).append(bool(r["success"]))
     if not by_task:
         return None

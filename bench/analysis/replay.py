@@ -19,7 +19,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from surfbench.bench.contracts.backend import ToolError
 from surfbench.bench.contracts.records import CallRecord, EpisodeTrace, StepRecord
@@ -35,6 +35,9 @@ SELF_CHECK_FIELDS = (
     "protocol_violations", "parse_failures", "error_types",
 )  # fmt: skip
 """Per-episode scores a whole-episode replay must reproduce."""
+
+R = TypeVar("R", StepRecord, CallRecord)
+"""A record a table row becomes."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ class Rescored:
     """Calls whose replayed backend outcome differs from the recorded one (the replay is then suspect)."""
 
 
-def clean(value: Any) -> Any:
+def clean(value: object) -> object:
     """A table value as plain Python: NaN / NA -> None, numpy scalars -> Python scalars."""
     if value is None:
         return None
@@ -71,7 +74,7 @@ def clean(value: Any) -> Any:
     return value
 
 
-def decode_arguments(value: Any) -> Any:
+def decode_arguments(value: object) -> object:
     """Arguments as recorded: objects and lists were stored as JSON text; other text is kept as it is."""
     if isinstance(value, str):
         try:
@@ -82,7 +85,7 @@ def decode_arguments(value: Any) -> Any:
     return value
 
 
-def _record(cls: type, row: Mapping[str, Any], decode: frozenset[str] = frozenset()) -> Any:
+def _record(cls: type[R], row: Mapping[str, object], decode: frozenset[str] = frozenset()) -> R:
     """A record dataclass from a table row; columns an older run lacks get a neutral value."""
     values: dict[str, Any] = {}
     for f in fields(cls):
@@ -208,7 +211,7 @@ def rescore(suite: Suite, task: Task, episode: RecordedEpisode, cut: int | None 
     return Rescored(trace, score, tuple(diverged))
 
 
-def score_value(score: EpisodeScore, name: str) -> Any:
+def score_value(score: EpisodeScore, name: str) -> object:
     if name == "error_types":
         return sorted(score.error_types)
     return getattr(score, name)
@@ -221,7 +224,7 @@ def recorded_value(row: Mapping[str, Any], name: str) -> Any:
     return value
 
 
-def _same(got: Any, want: Any) -> bool:
+def _same(got: object, want: object) -> bool:
     """Equal, counting an int column read back as floats (it had gaps) as ints."""
     if isinstance(want, float) and not isinstance(got, float) and want.is_integer():
         want = int(want)
@@ -237,7 +240,7 @@ def self_check(episode: RecordedEpisode, whole: Rescored) -> list[str]:
     ]
 
 
-def cell_label(row: Mapping[str, Any]) -> str:
+def cell_label(row: Mapping[str, object]) -> str:
     return f"{row.get('suite')}/{row.get('surface')}/{row.get('model')}/{row.get('mode')}"
 
 

@@ -33,6 +33,7 @@ from surfbench.bench.base.atomic import write_atomic
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.base.markdown import markdown_table
 from surfbench.bench.score.stuck import RepeatTracker, scan, step_output
+from surfbench.bench.store.tables import as_float
 
 BOOTSTRAP_ROUNDS = 2000
 
@@ -60,7 +61,7 @@ def _mean(values: Sequence[float | int | None]) -> float | None:
     return statistics.fmean(clean) if clean else None
 
 
-def summary_row(r: Rescored) -> dict[str, Any]:
+def summary_row(r: Rescored) -> dict[str, object]:
     """The episode's columns that :func:`surfbench.bench.analysis.metrics.summarize_cell` reads."""
     s, steps = r.score, r.trace.steps
     stuck = scan(steps, r.trace.calls)
@@ -77,13 +78,13 @@ def summary_row(r: Rescored) -> dict[str, Any]:
     }  # fmt: skip
 
 
-Part = Callable[[Mapping[str, Any]], tuple[float, float]]
+Part = Callable[[Mapping[str, object]], tuple[float, float]]
 
 
 def _per_episode(column: str) -> Part:
-    def part(row: Mapping[str, Any]) -> tuple[float, float]:
+    def part(row: Mapping[str, object]) -> tuple[float, float]:
         value = row[column]
-        return (0.0, 0.0) if value is None else (float(value), 1.0)
+        return (0.0, 0.0) if value is None else (as_float(value), 1.0)
 
     return part
 
@@ -92,7 +93,7 @@ def _per_episode(column: str) -> Part:
 # sum(numerators) / sum(denominators), or, for totals, sum(numerators).
 PARTS: dict[str, Part] = {
     "success_rate": _per_episode("success"),
-    "first_try_accuracy": lambda r: (float(r["first_try_correct"]), float(r["expected_calls"])),
+    "first_try_accuracy": lambda r: (as_float(r["first_try_correct"]), as_float(r["expected_calls"])),
     "selection_accuracy": _per_episode("selection_correct"),
     "round_trips": _per_episode("round_trips"),
     "overhead_round_trips": _per_episode("overhead_round_trips"),
@@ -109,7 +110,9 @@ PARTS: dict[str, Part] = {
 TOTALS = {"recovered_after_error"}
 
 
-def paired_deltas(before: list[Mapping[str, Any]], after: list[Mapping[str, Any]], seed: int = 0) -> list[MetricDelta]:
+def paired_deltas(
+    before: list[Mapping[str, object]], after: list[Mapping[str, object]], seed: int = 0
+) -> list[MetricDelta]:
     """Every metric before and after, with a 95% paired-bootstrap interval of the difference."""
     import numpy as np
 
@@ -375,8 +378,8 @@ def summary_rows(run: str, k: int, cells: list[CellEffect]) -> list[str]:
         Path(run).name, str(k), str(len(outcomes)), str(sum(c.stopped for c in cells)),
         f"{steps_b - steps_a} ({_pct(steps_b - steps_a, steps_b)})",
         f"{lat_b - lat_a:,.0f} s ({_pct(lat_b - lat_a, lat_b)})", f"{success} episodes", f"{first} calls",
-        f"{fmt(before['success_rate'], 'pct')} -> {fmt(after['success_rate'], 'pct')}",
-        f"{fmt(before['first_try_accuracy'], 'pct')} -> {fmt(after['first_try_accuracy'], 'pct')}",
+        f"{fmt(before.success_rate, 'pct')} -> {fmt(after.success_rate, 'pct')}",
+        f"{fmt(before.first_try_accuracy, 'pct')} -> {fmt(after.first_try_accuracy, 'pct')}",
     ]  # fmt: skip
 
 

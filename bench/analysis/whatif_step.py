@@ -27,7 +27,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from surfbench.bench.analysis.replay import RecordedEpisode, Suites, group_by_cell, load_episodes
 from surfbench.bench.base.config import ConfigError
@@ -80,7 +79,7 @@ def parse_step_setting(text: str) -> list[int]:
     return ks
 
 
-def _key(name: Any, arguments: Any) -> tuple[str, str]:
+def _key(name: object, arguments: object) -> tuple[str, str]:
     if isinstance(arguments, str):
         with contextlib.suppress(ValueError):
             arguments = json.loads(arguments)

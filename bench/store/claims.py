@@ -49,7 +49,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Literal, TextIO
 
 from surfbench.bench.base.owned import HOST as HOST
 from surfbench.bench.base.owned import PIDNS as PIDNS
@@ -356,7 +356,7 @@ class Claims:
     def __enter__(self) -> Claims:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

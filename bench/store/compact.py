@@ -35,13 +35,16 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from surfbench.bench.store.parts import JOURNAL, LOCK, finish, identity, table_parts
 from surfbench.bench.store.results import GROUP_MARK, TABLES, ResultsError, _atomic_write_bytes
 from surfbench.bench.store.schema import SCHEMAS
 from surfbench.bench.store.tool_texts import TOOLS
 from surfbench.bench.store.transcripts import pack_transcripts
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ def live_claims(root: Path) -> list[str]:
     return sorted(owners)
 
 
-def _concat(table: str, parts: list[Path]) -> Any:
+def _concat(table: str, parts: list[Path]) -> pa.Table:
     """The rows of ``parts`` as one Arrow table, in order, with every column any part has.
 
     Parts of one schema (every part surfbench writes today) are concatenated as they are. Otherwise (a part
@@ -97,7 +100,7 @@ def _concat(table: str, parts: list[Path]) -> Any:
     seen = list(dict.fromkeys(n for d in data for n in d.column_names))
     declared = SCHEMAS[table].names if table in SCHEMAS else []
     order = [n for n in declared if n in seen] + [n for n in seen if n not in declared]
-    types: dict[str, Any] = {}
+    types: dict[str, pa.DataType] = {}
     for field in (f for d in data for f in d.schema):
         if field.name not in types or pa.types.is_null(types[field.name]):
             types[field.name] = field.type

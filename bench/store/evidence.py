@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import pyarrow as pa
 
@@ -124,18 +124,82 @@ LEGACY_CELL_FIELDS = ("suite", "surface", "model")
 ``provider`` may be there."""
 
 
-def _type_name(value: Any) -> str:
+class SurfaceInfo(TypedDict):
+    """A recorded cell's surface as resolved: its config name, its kind and its parameters."""
+
+    name: str
+    kind: str
+    params: dict[str, object]
+
+
+class IdentityInfo(TypedDict, total=False):
+    """A recorded cell's identity (bench.store.identity.CellIdentity.as_dict), as run.json holds it."""
+
+    cell_id: str
+    suite: str
+    suite_setup: str
+    catalog_hash: str
+    surface: SurfaceInfo
+    model: dict[str, object]
+    max_steps: int
+    stop_on_repeat: int | None
+    backend_options: dict[str, object]
+    scoring_version: int
+    surface_text: str
+    surface_code: dict[str, str]
+    policy: dict[str, object] | None
+
+
+class CellInfo(TypedDict, total=False):
+    """One cell of run.json as ``Cell.provenance`` (bench/run/cell.py) writes it.
+
+    With the types :func:`check_cells` checks. A legacy cell, recorded before cells had ids, has no
+    ``cell_id``: its suite, surface and model, and maybe its mode (null: the model's own).
+    """
+
+    cell_id: str
+    suite: str
+    surface: str
+    model: str
+    surface_label: str
+    model_label: str
+    mode: str | None
+    identity: IdentityInfo
+    catalog_hash: str
+    task_hashes: dict[str, str]
+    provider: str
+    updated: str
+    name_map: dict[str, str] | None
+    suite_files: dict[str, str] | None
+    catalog_size: int | None
+    grow: int | None
+    grow_seed: int | None
+    records_version: int
+    suite_catalog_hash: str
+    retrieves: bool
+    cache_profiles: dict[str, object]
+
+
+class RunInfo(TypedDict, total=False):
+    """A run folder's run.json, checked (bench.store.provenance.read_run_info): what its readers read of it."""
+
+    cells: list[CellInfo]
+    created: str
+    catalog_hashes: dict[str, str]
+
+
+def _type_name(value: object) -> str:
     return {dict: "an object", list: "a list", str: "text", bool: "true/false", type(None): "null"}.get(
         type(value), "a number" if isinstance(value, int | float) else type(value).__name__
     )
 
 
-def _wrong_type(value: Any, types: tuple[type, ...]) -> bool:
+def _wrong_type(value: object, types: tuple[type, ...]) -> bool:
     # bool is an int in Python: true is not a catalog size
     return not isinstance(value, types) or (isinstance(value, bool) and bool not in types)
 
 
-def _cell_problem(cell: Any) -> str | None:
+def _cell_problem(cell: object) -> str | None:
     """What is wrong with one recorded cell, or None."""
     if not isinstance(cell, dict):
         return f"is {json.dumps(cell, default=str)[:40]} ({_type_name(cell)}), not a cell object"
@@ -172,7 +236,7 @@ def check_cells(path: Path, info: Mapping[str, Any]) -> None:
             )
 
 
-def check_rows_recorded(run: Path, info: Mapping[str, Any], frame: pd.DataFrame) -> None:
+def check_rows_recorded(run: Path, info: RunInfo, frame: pd.DataFrame) -> None:
     """Every episode row's cell recorded in the run's run.json, else one line: the file belongs to another run.
 
     A row with a ``cell_id`` needs a cell with that id (run.json keeps every identity a folder ever ran, older
@@ -181,7 +245,7 @@ def check_rows_recorded(run: Path, info: Mapping[str, Any], frame: pd.DataFrame)
     if not len(frame):
         return
     ids = {c["cell_id"] for c in info["cells"] if "cell_id" in c}
-    legacy = {tuple(c[k] for k in LEGACY_CELL_FIELDS) for c in info["cells"] if "cell_id" not in c}
+    legacy = {tuple(c.get(k) for k in LEGACY_CELL_FIELDS) for c in info["cells"] if "cell_id" not in c}
     columns = ["cell_id", *LEGACY_CELL_FIELDS] if "cell_id" in frame.columns else list(LEGACY_CELL_FIELDS)
     unknown = []
     for row in frame[columns].to_dict("records"):

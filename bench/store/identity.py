@@ -37,9 +37,16 @@ import json
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    from surfbench.bench.contracts.surface import Surface
+    from surfbench.bench.models.spec import ModelConfig
+    from surfbench.bench.suites.suite_model import Task
 
 SCORING_VERSION = 2
 """Bumped whenever the scorer's verdict on the same trace can change; part of every cell's identity."""
@@ -54,15 +61,15 @@ KEY_PREFIX_CHARS = 96
 """The readable part of a key is cut here; the hash after it is never cut."""
 
 
-def canonical_hash(value: Any, length: int = 12) -> str:
+def canonical_hash(value: object, length: int = 12) -> str:
     """sha256 of the canonical JSON of ``value`` (sorted keys, compact), first ``length`` hex digits."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
 
 
-def task_hash(task: Any) -> str:
+def task_hash(task: Task) -> str:
     """Content hash of a task: every field that the loop or the scorer reads (not where it came from)."""
-    content: dict[str, Any] = {}
+    content: dict[str, object] = {}
     for f in fields(task):
         if f.name in ("source", "catalog"):
             continue
@@ -73,10 +80,10 @@ def task_hash(task: Any) -> str:
     return canonical_hash(_plain(content), 16)
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     """Dataclasses, tuples and mappings as plain JSON values (for hashing)."""
-    if hasattr(value, "__dataclass_fields__"):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value) if f.compare}
+    if is_dataclass(value):
+        return _plain_fields(value)
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -84,9 +91,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def model_identity(cfg: Any, mode: str) -> dict[str, Any]:
+def _plain_fields(value: DataclassInstance | type[DataclassInstance]) -> dict[str, object]:
+    """A dataclass's compared fields as plain JSON values."""
+    return {f.name: _plain(getattr(value, f.name)) for f in fields(value) if f.compare}
+
+
+def model_identity(cfg: ModelConfig, mode: str) -> dict[str, object]:
     """The model settings that shape an episode, with the embedded weights named by their sha256."""
-    out: dict[str, Any] = {name: getattr(cfg, name, None) for name in MODEL_IDENTITY_FIELDS}
+    out: dict[str, object] = {name: getattr(cfg, name, None) for name in MODEL_IDENTITY_FIELDS}
     out["mode"] = mode
     if getattr(cfg, "cache_control", None):  # a prompt-cache breakpoint changes the request; absent, old ids hold
         out["cache_control"] = cfg.cache_control
@@ -105,22 +117,22 @@ def model_identity(cfg: Any, mode: str) -> dict[str, Any]:
     return out
 
 
-def _value_text(value: Any) -> str:
+def _value_text(value: object) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def _flat(prefix: str, value: Any) -> dict[str, Any]:
+def _flat(prefix: str, value: object) -> dict[str, object]:
     if isinstance(value, Mapping) and value:
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for k, v in value.items():
             out.update(_flat(f"{prefix}.{k}" if prefix else str(k), v))
         return out
     return {prefix: value}
 
 
-def label(name: str, resolved: Mapping[str, Any], shipped: Mapping[str, Any] | None) -> str:
+def label(name: str, resolved: Mapping[str, object], shipped: Mapping[str, object] | None) -> str:
     """``name``, or ``name[k=3,...]`` naming every setting that differs from the shipped config file.
 
     Two cells that share a config name but were run with different overrides get different labels, so
@@ -139,20 +151,20 @@ CONTRACT_MODULES = ("surfbench.bench.contracts.surface", "surfbench.bench.base.v
 _SIBLING = re.compile(r"[A-Za-z0-9_.-]+\.py")
 
 
-def _ordered_hash(value: Any) -> str:
+def _ordered_hash(value: object) -> str:
     """sha256 of the JSON of ``value`` in its own order (the order a model reads it; sets sorted), 16 hex digits."""
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_stable)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def _stable(value: Any) -> Any:
+def _stable(value: object) -> object:
     return sorted(value, key=str) if isinstance(value, set | frozenset) else str(value)
 
 
-def surface_text(surface: Any) -> str:
+def surface_text(surface: Surface) -> str:
     """Hash of what ``surface`` shows on a first turn: its system text and ``candidate_tools()``, in order."""
     tools = [[t.name, t.description, t.parameters] for t in surface.candidate_tools()]
-    shown: dict[str, Any] = {"system": surface.system_text(), "tools": tools}
+    shown: dict[str, object] = {"system": surface.system_text(), "tools": tools}
     guidance: list[str] = getattr(surface, "guidance_candidates", list)()  # bench.catalog.guidance: every snippet
     if guidance:  # only with the option: other cells keep their ids
         shown["guidance"] = guidance
@@ -274,11 +286,11 @@ class CellIdentity:
     def cell_id(self) -> str:
         return canonical_hash(self._content())
 
-    def _content(self) -> dict[str, Any]:
-        content: dict[str, Any] = _plain(self)  # fields with compare=False (the policy) are left out here
+    def _content(self) -> dict[str, object]:
+        content = _plain_fields(self)  # fields with compare=False (the policy) are left out here
         return {**content, "policy": self.policy} if self.policy is not None else content
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {**self._content(), "cell_id": self.cell_id}
 
 

@@ -14,14 +14,14 @@ Reports and gates read a run through :func:`load_current`, never through today's
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from surfbench.bench.base.bounded import ReadRefused, read_text
 from surfbench.bench.base.values import missing as _missing
-from surfbench.bench.store.evidence import check_cells, check_episode_parts, check_rows_recorded
+from surfbench.bench.store.evidence import CellInfo, RunInfo, check_cells, check_episode_parts, check_rows_recorded
 from surfbench.bench.store.results import ResultsError, RunStore, load_runs
 from surfbench.bench.store.transcripts import drop_transcripts
 
@@ -35,7 +35,7 @@ class DuplicateEpisodes(ResultsError):
     """The same episode key is committed more than once in the runs read."""
 
 
-def read_run_info(run: Path) -> dict[str, Any]:
+def read_run_info(run: Path) -> RunInfo:
     """``run.json`` of a run folder, checked: a mapping with a list of cells, each the object a run writes.
 
     Else one clear error naming the file (bench.store.evidence.check_cells): reports and gates refuse the same runs.
@@ -52,12 +52,12 @@ def read_run_info(run: Path) -> dict[str, Any]:
     if not isinstance(info, dict) or not isinstance(info.get("cells"), list):
         raise ResultsError(f"{path}: no 'cells' list; the file is empty or was not written by surfbench")
     check_cells(path, info)
-    return info
+    return cast(RunInfo, info)  # checked: a mapping with a list of cells, each the object a run writes
 
 
-def latest_cells(info: dict[str, Any]) -> dict[tuple[str, ...], dict[str, Any]]:
+def latest_cells(info: RunInfo) -> dict[tuple[str, ...], CellInfo]:
     """Per cell label (suite, surface, model, mode): the identity recorded last."""
-    out: dict[tuple[str, ...], dict[str, Any]] = {}
+    out: dict[tuple[str, ...], CellInfo] = {}
     for cell in info["cells"]:
         if isinstance(cell, dict) and cell.get("cell_id"):
             label = (str(cell["suite"]), str(cell["surface_label"]), str(cell["model_label"]), str(cell["mode"]))
@@ -66,12 +66,12 @@ def latest_cells(info: dict[str, Any]) -> dict[tuple[str, ...], dict[str, Any]]:
     return out
 
 
-def cell_by_id(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def cell_by_id(info: RunInfo) -> dict[str, CellInfo]:
     """The run's recorded cells by cell id (cells recorded before ids are left out)."""
     return {str(c["cell_id"]): c for c in info["cells"] if isinstance(c, dict) and c.get("cell_id")}
 
 
-def stale_mask(frame: pd.DataFrame, info: dict[str, Any]) -> pd.Series:
+def stale_mask(frame: pd.DataFrame, info: RunInfo) -> pd.Series:
     """True for rows of an older identity than the one their cell label ran with last.
 
     Rows written before cells had identities (no ``cell_id``), and rows whose label run.json records no
@@ -84,7 +84,7 @@ def stale_mask(frame: pd.DataFrame, info: dict[str, Any]) -> pd.Series:
     latest = latest_cells(info)
     by_id = cell_by_id(info)
 
-    def stale(row: Any) -> bool:
+    def stale(row: Mapping[str, object]) -> bool:
         if _missing(row["cell_id"]):
             return False
         cell = latest.get(tuple(str(row[c]) for c in LABEL_COLUMNS))
@@ -108,17 +108,17 @@ class RunView:
 
     frame: pd.DataFrame
     """Episode rows of each cell's current identity."""
-    infos: dict[str, dict[str, Any]]
+    infos: dict[str, RunInfo]
     """run folder -> its run.json."""
     ignored: int = 0
     """Rows of an older identity left out."""
     notes: list[str] = field(default_factory=list)
 
-    def cells(self) -> list[dict[str, Any]]:
+    def cells(self) -> list[CellInfo]:
         """Every recorded cell of every run, latest identity per label."""
         return [c for info in self.infos.values() for c in latest_cells(info).values()]
 
-    def legacy_cells(self) -> list[dict[str, Any]]:
+    def legacy_cells(self) -> list[CellInfo]:
         """Cells of runs recorded before cells kept their resolved config (no ``cell_id``)."""
         return [
             c for info in self.infos.values() for c in info["cells"] if isinstance(c, dict) and not c.get("cell_id")
@@ -177,7 +177,7 @@ def load_current(runs: Sequence[str | Path], keep_newest: bool = False, suites: 
     return RunView(frame, infos, ignored, notes)
 
 
-def suite_drift(info: dict[str, Any]) -> list[str]:
+def suite_drift(info: RunInfo) -> list[str]:
     """Notes naming suite files that changed since the run (the report still reads what the run recorded)."""
     from surfbench.bench.base.config import ConfigError
     from surfbench.bench.suites.suite import load_suite

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from surfbench.bench.store.evidence import RunInfo
 from surfbench.bench.store.provenance import latest_cells, load_current
 from surfbench.bench.store.results import load_runs
 from surfbench.bench.store.tool_texts import block_texts, read_tools
@@ -79,14 +80,14 @@ class RecordedCell:
         return str(surface["kind"]) if isinstance(surface, Mapping) and "kind" in surface else None
 
     @property
-    def surface_params(self) -> Mapping[str, Any]:
+    def surface_params(self) -> Mapping[str, object]:
         """The surface's resolved parameters, from the recorded identity (empty for a legacy cell)."""
         surface = self.identity.get("surface")
         params = surface.get("params") if isinstance(surface, Mapping) else None
         return params if isinstance(params, Mapping) else {}
 
     @classmethod
-    def from_record(cls, run: str, cell: Mapping[str, Any]) -> RecordedCell:
+    def from_record(cls, run: str, cell: Mapping[str, object]) -> RecordedCell:
         """A checked run.json cell (bench.store.evidence.check_cells) as a typed record."""
 
         def text(name: str) -> str | None:
@@ -141,7 +142,7 @@ class Runs:
     """Episode rows of an older identity left out."""
     notes: tuple[str, ...] = ()
     """What the reader left out or noticed (older identities, suite files changed since the run)."""
-    infos: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    infos: dict[str, RunInfo] = field(default_factory=dict, repr=False)
     """Run folder -> its run.json, as recorded."""
 
     @cached_property

@@ -26,12 +26,16 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from surfbench.bench.catalog.catalog import Catalog
 from surfbench.bench.contracts.records import RECORDS_VERSION
 from surfbench.bench.contracts.surface import Surface
 from surfbench.bench.store.parts import table_parts
+from surfbench.bench.store.tables import as_float, as_int
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 CATALOGS = "catalogs.parquet"
 """The run's catalogs table (a folder of parts, one per catalog hash)."""
@@ -48,7 +52,7 @@ class RecordedOperation(NamedTuple):
     weight: float
 
 
-def _write(path: Path, rows: list[dict[str, Any]], schema: Any) -> None:
+def _write(path: Path, rows: list[dict[str, object]], schema: pa.Schema) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -104,7 +108,7 @@ def record_cell(root: Path, cell_id: str, surface: Surface, catalogs: Iterable[C
     record_help(root, cell_id, surface)
 
 
-def cell_records(surface: Surface, own_catalog: Catalog) -> dict[str, Any]:
+def cell_records(surface: Surface, own_catalog: Catalog) -> dict[str, object]:
     """What run.json's cell adds about these records: their version, the suite's own catalog, the funnel flag."""
     return {
         "records_version": RECORDS_VERSION,
@@ -113,12 +117,12 @@ def cell_records(surface: Surface, own_catalog: Catalog) -> dict[str, Any]:
     }
 
 
-def is_recorded(cell: Mapping[str, Any] | None) -> bool:
+def is_recorded(cell: Mapping[str, object] | None) -> bool:
     """Whether a run.json cell was recorded with these records (else: the legacy path, today's suite)."""
-    return cell is not None and int(cell.get("records_version") or 1) >= 2
+    return cell is not None and as_int(cell.get("records_version") or 1) >= 2
 
 
-def _read(folder: Path) -> list[dict[str, Any]]:
+def _read(folder: Path) -> list[dict[str, object]]:
     import pyarrow.parquet as pq
 
     parts = table_parts(folder) if folder.is_dir() else ([folder] if folder.is_file() else [])
@@ -142,12 +146,14 @@ class RecordedCatalogs:
         positions: dict[str, dict[str, tuple[int, RecordedOperation]]] = {}
         for run in runs:
             for row in _read(Path(run) / CATALOGS):
-                op = RecordedOperation(row["operation"], row["category"], bool(row["read_only"]), row["weight"])
-                positions.setdefault(row["catalog_hash"], {})[op.name] = (int(row["position"]), op)
+                op = RecordedOperation(
+                    str(row["operation"]), str(row["category"]), bool(row["read_only"]), as_float(row["weight"])
+                )
+                positions.setdefault(str(row["catalog_hash"]), {})[op.name] = (as_int(row["position"]), op)
             for help_part in table_parts(Path(run) / HELP):
                 out.help_cells.add(help_part.name[len("part-") : -len(".parquet")])
             for row in _read(Path(run) / HELP):
-                out.help.setdefault(row["cell_id"], {})[row["operation"]] = int(row["help_bytes"])
+                out.help.setdefault(str(row["cell_id"]), {})[str(row["operation"])] = as_int(row["help_bytes"])
         for digest, ops in positions.items():
             out.operations[digest] = [op for _, op in sorted(ops.values())]
         return out
@@ -169,14 +175,14 @@ class RecordedCatalogs:
     def read_only(self, catalog_hash: str) -> dict[str, bool]:
         return {op.name: op.read_only for op in self.operations[catalog_hash]}
 
-    def suite_catalogs(self, cells: Iterable[Mapping[str, Any]], suites: Iterable[str]) -> dict[str, str]:
+    def suite_catalogs(self, cells: Iterable[Mapping[str, object]], suites: Iterable[str]) -> dict[str, str]:
         """Suite -> the recorded hash of its own catalog, for each suite all of whose ``cells`` recorded it.
 
         A suite left out has a cell from before records v2 (or one whose catalog part is missing): its
         readers take the legacy path for it.
         """
         wanted = set(suites)
-        found: dict[str, set[str | None]] = {}
+        found: dict[str, set[object]] = {}
         for cell in cells:
             if str(cell.get("suite")) in wanted:
                 digest = cell.get("suite_catalog_hash") if is_recorded(cell) else None

@@ -75,17 +75,17 @@ def key_stem(key: str) -> str:
     return f"{safe_name(key)[:100]}__{digest}"
 
 
-RowLike = Row | Mapping[str, Any]
+RowLike = Row | Mapping[str, object]
 """A table row: a typed row of :mod:`surfbench.bench.store.tables`, or a mapping of column to value."""
 
 
-def _flatten(row: RowLike) -> dict[str, Any]:
+def _flatten(row: RowLike) -> dict[str, object]:
     """Rows as the parquet parts hold them (the one place typed rows become dicts).
 
     Lists and dicts become JSON text so that every part has the same column types; text that is not
     valid Unicode gets U+FFFD (tables need valid UTF-8; the transcript keeps it, JSON-escaped).
     """
-    out = {}
+    out: dict[str, object] = {}
     for key, value in (row.as_dict() if isinstance(row, Row) else row).items():
         if isinstance(value, list | tuple | dict):
             out[key] = redact(valid_utf8(json.dumps(value, ensure_ascii=False, default=str)))
@@ -96,7 +96,8 @@ def _flatten(row: RowLike) -> dict[str, Any]:
     return out
 
 
-def _atomic_write_bytes(path: Path, writer: Any) -> None:
+def _atomic_write_bytes(path: Path, writer: Callable[..., object]) -> None:
+    """Write ``path`` whole: ``writer(tmp)`` writes a temporary file that then replaces it."""
     try:
         write_atomic(path, writer)
     except OSError as exc:
@@ -289,9 +290,9 @@ class RunStore:
             _atomic_write_bytes(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
-def _merge_cells(old: list[Any], new: list[Any]) -> list[Any]:
+def _merge_cells(old: list[object], new: list[object]) -> list[dict[str, object]]:
     by_id: dict[str, dict[str, Any]] = {}
-    legacy: dict[str, Any] = {}
+    legacy: dict[str, dict[str, object]] = {}
     now = datetime.now(UTC).isoformat(timespec="microseconds")
     for fresh, cells in ((False, old), (True, new)):
         for cell in cells:
@@ -309,7 +310,7 @@ def _merge_cells(old: list[Any], new: list[Any]) -> list[Any]:
     return [legacy[k] for k in sorted(legacy)] + sorted(by_id.values(), key=lambda c: str(c.get("updated", "")))
 
 
-def environment_info() -> dict[str, Any]:
+def environment_info() -> dict[str, object]:
     """Versions (the engines' builds included), git commit, machine and the command line, for run.json."""
     import shlex
     from importlib import metadata

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import types
 import typing
-from typing import Any
 
 import pyarrow as pa
 
@@ -21,16 +20,18 @@ from surfbench.bench.store.tables import CallRow, EpisodeRow, StepRow, columns
 
 S, INT, F, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
 
+_SCALARS: dict[object, pa.DataType] = {int: INT, float: F, bool: B, str: S}
+
 ROW_TYPES: dict[str, type] = {"episodes": EpisodeRow, "steps": StepRow, "calls": CallRow}
 """Each table's row dataclass."""
 
 
-def arrow_type(hint: Any) -> pa.DataType:
+def arrow_type(hint: object) -> pa.DataType:
     """Arrow type of a field's annotation (``X | None`` is nullable X; anything else JSON text)."""
     args = [a for a in typing.get_args(hint) if a is not type(None)]
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
         return arrow_type(args[0]) if len(args) == 1 else S
-    return {int: INT, float: F, bool: B, str: S}.get(hint, S)
+    return _SCALARS.get(hint, S)
 
 
 def schema_of(row_type: type) -> pa.Schema:
@@ -48,7 +49,7 @@ class SchemaError(RuntimeError):
     """A row has a column its table's schema does not declare (a harness bug, not a user error)."""
 
 
-def table_from_rows(table: str, rows: list[dict[str, Any]]) -> pa.Table:
+def table_from_rows(table: str, rows: list[dict[str, object]]) -> pa.Table:
     """Rows (already flattened: JSON text for lists and mappings) as a table of ``table``'s schema."""
     schema = SCHEMAS[table]
     unknown = sorted({k for r in rows for k in r} - set(schema.names))

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Mapping
-from dataclasses import Field, dataclass, field, fields
-from typing import Any
+from dataclasses import Field, dataclass, field, fields, is_dataclass
+from typing import Any, SupportsFloat, SupportsIndex, SupportsInt
 
 from surfbench.bench.contracts.records import DOC, CallRecord, StepRecord, doc
 
@@ -35,7 +35,9 @@ class Column:
     """Its one-line description ("" when the field has none: a test refuses that)."""
 
 
-def _fields(obj: Any) -> tuple[Field[Any], ...]:
+def _fields(obj: object) -> tuple[Field[object], ...]:
+    if not is_dataclass(obj):
+        raise TypeError("must be called with a dataclass type or instance")
     return fields(obj)
 
 
@@ -51,12 +53,26 @@ def columns(cls: type) -> list[Column]:
     return out
 
 
+def as_float(value: object) -> float:
+    """A number cell of a table read back (an int, a float, a numpy scalar, numeric text) as ``float(value)`` does."""
+    if isinstance(value, SupportsFloat | SupportsIndex | str):
+        return float(value)
+    raise TypeError(f"float() argument must be a string or a real number, not {type(value).__name__!r}")
+
+
+def as_int(value: object) -> int:
+    """An integer cell of a table read back (a step, a count; a numpy scalar too) as ``int(value)`` does."""
+    if isinstance(value, SupportsInt | SupportsIndex | str):
+        return int(value)
+    raise TypeError(f"int() argument must be a string or a real number, not {type(value).__name__!r}")
+
+
 class Row:
     """What the row dataclasses share: one flat dict per row, and read access by column name."""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """The row's columns in order (records marked :data:`FLATTEN` spread out), values as they are."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for f in _fields(self):
             value = getattr(self, f.name)
             if f.metadata.get(FLATTEN):
@@ -69,10 +85,10 @@ class Row:
         """Column names in order (with ``__getitem__``: ``{**row}`` works)."""
         return list(self.as_dict())
 
-    def __getitem__(self, name: str) -> Any:
+    def __getitem__(self, name: str) -> object:
         return self.as_dict()[name]
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: object = None) -> object:
         """The column's value, or ``default`` when the row has no such column."""
         return self.as_dict().get(name, default)
 

@@ -24,7 +24,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from surfbench.bench.base.secrets import redact
 from surfbench.bench.catalog.wire import valid_utf8
@@ -98,7 +98,7 @@ def read_tools(runs: Iterable[str | Path]) -> pd.DataFrame:
     return tools.drop_duplicates(["run", "tool_hash"]).reset_index(drop=True)
 
 
-def block_texts(hashes: Any, texts: Mapping[str, str]) -> list[str] | None:
+def block_texts(hashes: object, texts: Mapping[str, str]) -> list[str] | None:
     """A step's tool block as texts, in order, from its ``tool_hashes`` (None: not recorded, in full or in part)."""
     if isinstance(hashes, str):
         try:

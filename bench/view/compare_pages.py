@@ -8,9 +8,9 @@ from the expected calls (:func:`surfbench.bench.view.episode_page.first_divergen
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from surfbench.bench.report.viewer_links import cell_path, episode_path, page_name, task_path
+from surfbench.bench.store.tables import as_int
 from surfbench.bench.view.episode_page import Divergence, first_divergence
 from surfbench.bench.view.html import badge, esc, link, number, page, pre, table
 from surfbench.bench.view.index import ViewCell, ViewIndex, expected_ops, listed, missing, outcome
@@ -78,25 +78,25 @@ def _divergence(found: Divergence | None) -> str:
     return f'<span class="diverged">{esc(where + found.text)}</span>'
 
 
-def _at_step(n: int, steps: list[dict[str, Any]], calls: list[dict[str, Any]], found: Divergence | None) -> str:
-    mine = [c for c in calls if int(c["step"]) == n]
+def _at_step(n: int, steps: list[dict[str, object]], calls: list[dict[str, object]], found: Divergence | None) -> str:
+    mine = [c for c in calls if as_int(c["step"]) == n]
     parts = []
     for c in mine:
         op = c.get("operation")
         text = str(c.get("tool")) + (f" → {op}" if not missing(op) and str(op) != str(c.get("tool")) else "")
         status = _status(c)
-        marked = found is not None and found.step == n and found.index == int(c["index"])
+        marked = found is not None and found.step == n and found.index == as_int(c["index"])
         cls = "call diverged" if marked else "call"
         parts.append(f'<div class="{cls}">{esc(text)} <span class="why">{esc(status)}</span></div>')
     if not mine:
-        record = next((s for s in steps if int(s["step"]) == n), None)
+        record = next((s for s in steps if as_int(s["step"]) == n), None)
         if record is not None:
             text = str(record.get("text") or "").strip()
             parts.append(f'<div class="answer">{esc(text[:200]) or "(no text)"}</div>' if text else "(no call)")
     return "".join(parts)
 
 
-def _status(call: dict[str, Any]) -> str:
+def _status(call: dict[str, object]) -> str:
     if not missing(call.get("error_type")):
         return str(call.get("error_type"))
     if call.get("kind") == "meta":
@@ -106,7 +106,7 @@ def _status(call: dict[str, Any]) -> str:
     return str(call.get("kind"))
 
 
-def _end(row: dict[str, Any], found: Divergence | None) -> str:
+def _end(row: dict[str, object], found: Divergence | None) -> str:
     out = ""
     if found is not None and found.step is None:
         out += f'<div class="diverged">{esc(found.text)}</div>'
@@ -124,7 +124,7 @@ def op_page(index: ViewIndex, suite: str, op: str, static: bool = False) -> str:
     tries = index.first_tries_by_op.get((suite, op), [])
     cells = [c for c in index.cells if str(c.keys["suite"]) == suite]
     where = {i: c.id for c in cells for i in c.positions}
-    grid: dict[str, dict[str, list[tuple[int, dict[str, Any]]]]] = {}
+    grid: dict[str, dict[str, list[tuple[int, dict[str, object]]]]] = {}
     for i, t in tries:
         task = str(index.frame.at[i, "task_id"])
         grid.setdefault(task, {}).setdefault(where.get(i, ""), []).append((i, t))
@@ -143,7 +143,7 @@ def op_page(index: ViewIndex, suite: str, op: str, static: bool = False) -> str:
     return page(f"operation {op}", body, 2, static)
 
 
-def _first_try(index: ViewIndex, position: int, t: dict[str, Any]) -> str:
+def _first_try(index: ViewIndex, position: int, t: dict[str, object]) -> str:
     key = str(index.frame.at[position, "episode_key"])
     text = "right" if t.get("correct") else str(t.get("error_type") or "wrong")
     return link("../../" + episode_path(key), text, "pass" if t.get("correct") else "fail")

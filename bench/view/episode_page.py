@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from surfbench.bench.store.tables import as_int
 from surfbench.bench.view.index import listed, missing
 
 BUILTIN = {"calls": "calls_ok", "state": "state_ok", "answer": "answer_ok", "refusal": "refuse_ok"}
@@ -54,8 +55,8 @@ class Divergence:
     text: str
 
 
-def steps(messages: Sequence[Mapping[str, Any]], step_rows: Sequence[Mapping[str, Any]],
-          call_rows: Sequence[Mapping[str, Any]]) -> list[StepView]:  # fmt: skip
+def steps(messages: Sequence[Mapping[str, object]], step_rows: Sequence[Mapping[str, object]],
+          call_rows: Sequence[Mapping[str, object]]) -> list[StepView]:  # fmt: skip
     """The episode's steps from its transcript messages and its steps and calls rows."""
     out: list[StepView] = []
     pending: list[dict[str, Any]] = []
@@ -66,24 +67,24 @@ def steps(messages: Sequence[Mapping[str, Any]], step_rows: Sequence[Mapping[str
             pending = []
         elif role == "user":
             pending.append(dict(message))
-    by_step = {int(r["step"]): dict(r) for r in step_rows}
+    by_step = {as_int(r["step"]): dict(r) for r in step_rows}
     for n in range(len(out), max(by_step, default=-1) + 1):  # a step without a message (the run ended in it)
         out.append(StepView(n, new_messages=pending))
         pending = []
     for view in out:
         view.record = by_step.get(view.index, {})
     for call in call_rows:
-        if 0 <= int(call["step"]) < len(out):
-            out[int(call["step"])].calls.append(dict(call))
+        if 0 <= as_int(call["step"]) < len(out):
+            out[as_int(call["step"])].calls.append(dict(call))
     return out
 
 
-def system_text(messages: Sequence[Mapping[str, Any]]) -> str:
+def system_text(messages: Sequence[Mapping[str, object]]) -> str:
     first = messages[0] if messages else {}
     return str(first.get("content") or "") if first.get("role") == "system" else ""
 
 
-def checks(row: Mapping[str, Any]) -> tuple[list[CheckView], list[str]]:
+def checks(row: Mapping[str, object]) -> tuple[list[CheckView], list[str]]:
     """The episode's checks with their reasons, and the failure lines that belong to no check.
 
     A failure line ends with ``(check: NAME)`` when a check wrote it; lines of runs made before that are given
@@ -113,7 +114,7 @@ def checks(row: Mapping[str, Any]) -> tuple[list[CheckView], list[str]]:
     return out, loose
 
 
-def first_tries(row: Mapping[str, Any]) -> list[tuple[str, bool, str, str]]:
+def first_tries(row: Mapping[str, object]) -> list[tuple[str, bool, str, str]]:
     """Per expected call: (operation, first attempt correct, error type, why), from ``first_tries`` and failures."""
     why: dict[str, str] = {}
     for line in listed(row.get("failures")):
@@ -131,7 +132,7 @@ def first_tries(row: Mapping[str, Any]) -> list[tuple[str, bool, str, str]]:
     return out
 
 
-def first_divergence(expected: Sequence[Sequence[str]], calls: Sequence[Mapping[str, Any]]) -> Divergence | None:
+def first_divergence(expected: Sequence[Sequence[str]], calls: Sequence[Mapping[str, object]]) -> Divergence | None:
     """The first call that leaves the expected calls, or the end that left one uncalled; None: it followed them.
 
     Meta calls (help, load, search) are not canonical calls and never diverge. A call to an operation still
@@ -144,7 +145,7 @@ def first_divergence(expected: Sequence[Sequence[str]], calls: Sequence[Mapping[
         kind, op = str(call.get("kind")), call.get("operation")
         if kind == "meta":
             continue
-        step, index = int(call["step"]), int(call["index"])
+        step, index = as_int(call["step"]), as_int(call["index"])
         name = str(op) if not missing(op) else str(call.get("tool"))
         if kind in ("rejected", "parse_error"):
             why = call.get("error_type")
@@ -163,5 +164,5 @@ def first_divergence(expected: Sequence[Sequence[str]], calls: Sequence[Mapping[
     return None
 
 
-def _bool(value: Any) -> bool | None:
+def _bool(value: object) -> bool | None:
     return None if missing(value) else bool(value)

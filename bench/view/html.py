@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping, Sequence
 from importlib import resources
-from typing import Any
+from typing import SupportsFloat
 
 STATIC = {"viewer.css": "text/css; charset=utf-8", "viewer.js": "text/javascript; charset=utf-8"}
 """The package's static files, by name, with their content types: nothing else is ever served from disk."""
@@ -23,7 +23,7 @@ def static_file(name: str) -> bytes:
     return resources.files("surfbench.bench.view").joinpath(name).read_bytes()
 
 
-def esc(value: Any) -> str:
+def esc(value: object) -> str:
     return html.escape("" if value is None else str(value))
 
 
@@ -41,7 +41,7 @@ def page(title: str, body: str, depth: int, static: bool = False) -> str:
     )
 
 
-def link(href: str, text: Any, cls: str = "") -> str:
+def link(href: str, text: object, cls: str = "") -> str:
     klass = f' class="{cls}"' if cls else ""
     return f'<a href="{esc(href)}"{klass}>{esc(text)}</a>'
 
@@ -75,12 +75,14 @@ def details(summary: str, inner: str, open_: bool = False) -> str:
     return f"<details{' open' if open_ else ''}><summary>{summary}</summary>{inner}</details>"
 
 
-def pre(text: Any) -> str:
+def pre(text: object) -> str:
     return f"<pre>{esc(text)}</pre>"
 
 
-def number(value: Any, digits: int = 0) -> str:
+def number(value: object, digits: int = 0) -> str:
     """A count or measure as text ("-" when missing)."""
+    if not isinstance(value, SupportsFloat | str):  # None, pandas' NA: what float() refuses
+        return "-"
     try:
         x = float(value)
     except (TypeError, ValueError):

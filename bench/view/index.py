@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from surfbench.bench.report.report_data import (
     CELL_KEYS,
@@ -57,7 +57,7 @@ class ViewCell:
     """Its episodes' rows in :attr:`ViewIndex.frame`, by task and repeat."""
 
     @property
-    def keys(self) -> dict[str, Any]:
+    def keys(self) -> dict[str, object]:
         return self.row.keys
 
     @property
@@ -91,14 +91,14 @@ class Filters:
         outcome = one("outcome")
         return cls(outcome if outcome in OUTCOMES else "", one("error"), one("tag"), one("op"), one("q"), page)
 
-    def query(self, **change: Any) -> dict[str, str]:
+    def query(self, **change: object) -> dict[str, str]:
         """The non-empty filters as a query (``page`` dropped unless changed)."""
         values = {"outcome": self.outcome, "error": self.error, "tag": self.tag, "op": self.op, "q": self.q}
         values.update({k: str(v) for k, v in change.items()})
         return {k: v for k, v in values.items() if v and not (k == "page" and v == "1")}
 
 
-def listed(value: Any) -> list[Any]:
+def listed(value: object) -> list[object]:
     """A JSON-encoded list column's value as a list (missing: empty)."""
     if isinstance(value, str):
         try:
@@ -108,11 +108,11 @@ def listed(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else []
 
 
-def missing(value: Any) -> bool:
+def missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or str(value) in ("<NA>", "nan", "None")
 
 
-def outcome(row: Any) -> str:
+def outcome(row: Mapping[str, object] | pd.Series) -> str:
     """``error`` (a harness error or context overflow ended it), ``pass`` (every check holds) or ``fail``.
 
     ``row``: an episodes row (a dict, or a row of the frame).
@@ -122,7 +122,7 @@ def outcome(row: Any) -> str:
     return "pass" if bool(row.get("success")) else "fail"
 
 
-def expected_ops(row: Any) -> list[list[str]]:
+def expected_ops(row: Mapping[str, object] | pd.Series) -> list[list[str]]:
     """The task's expected calls in order, each as its alternatives (from ``expected_ops``, else ``first_tries``)."""
     recorded = listed(row.get("expected_ops"))
     if recorded:
@@ -189,7 +189,7 @@ class ViewIndex:
         """The row of the episode whose page is ``episode/<name>.html`` (None: no such episode was loaded)."""
         return self._pages.get(name)
 
-    def row(self, position: int) -> dict[str, Any]:
+    def row(self, position: int) -> dict[str, object]:
         return dict(self.frame.iloc[position].to_dict())
 
     @cached_property
@@ -209,14 +209,14 @@ class ViewIndex:
     def calls(self) -> pd.DataFrame:
         return self.runs.calls
 
-    def episode_steps(self, key: str) -> list[dict[str, Any]]:
+    def episode_steps(self, key: str) -> list[dict[str, object]]:
         frame = self.steps
         if not len(frame):
             return []
         rows = frame[frame["episode_key"] == key].sort_values("step")
         return [dict(r) for r in rows.to_dict("records")]
 
-    def episode_calls(self, key: str) -> list[dict[str, Any]]:
+    def episode_calls(self, key: str) -> list[dict[str, object]]:
         frame = self.calls
         if not len(frame):
             return []
@@ -235,7 +235,7 @@ class ViewIndex:
             out.setdefault(str(key), set()).add(str(op))
         return out
 
-    def transcript(self, position: int) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
+    def transcript(self, position: int) -> tuple[list[dict[str, object]], dict[str, object]] | None:
         """The episode's messages and the transcript's summary line (None: the run kept no transcript of it)."""
         key, run = str(self.frame.at[position, "episode_key"]), str(self.frame.at[position, "run"])
         for folder in sorted(self.folders, key=lambda f: f.name != run):  # its own run's folder first
@@ -247,7 +247,8 @@ class ViewIndex:
                 raise ResultsError(f"{where} cannot be read ({exc}); restore the run folder, or re-run it") from None
             if text is None:
                 continue
-            messages, summary = [], {}
+            messages: list[dict[str, object]] = []
+            summary: dict[str, object] = {}
             for line in text.splitlines():
                 try:
                     item = json.loads(line)
@@ -270,10 +271,10 @@ class ViewIndex:
         return self._requests[task]
 
     @cached_property
-    def first_tries_by_op(self) -> dict[tuple[str, str], list[tuple[int, dict[str, Any]]]]:
+    def first_tries_by_op(self) -> dict[tuple[str, str], list[tuple[int, dict[str, object]]]]:
         """(suite, operation) -> each episode's first try at it: (row, {op, correct, error_type})."""
-        out: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]] = {}
-        parsed: dict[str, list[Any]] = {}
+        out: dict[tuple[str, str], list[tuple[int, dict[str, object]]]] = {}
+        parsed: dict[str, list[object]] = {}
         for i, (suite, text) in enumerate(zip(self.frame["suite"], self.frame["first_tries"], strict=True)):
             tries = parsed.setdefault(str(text), listed(text))
             for t in tries:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from surfbench.bench.report.viewer_links import cell_path, episode_path, task_path
 from surfbench.bench.view.episode_page import StepView, checks, first_tries, steps, system_text
@@ -76,7 +75,7 @@ def cell_page(index: ViewIndex, cell: ViewCell, filters: Filters, static: bool =
     return page(cell.label, body, 1, static)
 
 
-def _episode_cells(row: dict[str, Any]) -> list[str]:
+def _episode_cells(row: dict[str, object]) -> list[str]:
     result = outcome(row)
     failures = listed(row.get("failures"))
     tries = listed(row.get("first_tries"))
@@ -94,7 +93,7 @@ def _episode_cells(row: dict[str, Any]) -> list[str]:
     ]
 
 
-def _counted(values: list[Any]) -> str:
+def _counted(values: list[object]) -> str:
     """Each value once, in order, with how many times it occurred: ``not_exposed x12, schema_invalid``."""
     counts: dict[str, int] = {}
     for value in values:
@@ -102,10 +101,10 @@ def _counted(values: list[Any]) -> str:
     return ", ".join(f"{v} x{n}" if n > 1 else v for v, n in counts.items())
 
 
-def _row_data(index: ViewIndex, position: int, row: dict[str, Any], static: bool) -> dict[str, str]:
+def _row_data(index: ViewIndex, position: int, row: dict[str, object], static: bool) -> dict[str, str]:
     """What viewer.js filters an exported page's rows on (the server filters its own)."""
 
-    def joined(values: Any) -> str:
+    def joined(values: Iterable[object]) -> str:
         return "|" + "|".join(map(str, values)) + "|"
 
     out = {
@@ -196,7 +195,7 @@ def episode_page(index: ViewIndex, position: int, static: bool = False) -> str:
     return page(title, body, 1, static)
 
 
-def _checks(row: dict[str, Any]) -> str:
+def _checks(row: dict[str, object]) -> str:
     found, loose = checks(row)
     rows = []
     for check in found:
@@ -313,7 +312,7 @@ def _model_turn(view: StepView) -> str:
     return out
 
 
-def _calls(calls: list[dict[str, Any]]) -> str:
+def _calls(calls: list[dict[str, object]]) -> str:
     rows = []
     for c in calls:
         op = c.get("operation")
@@ -338,7 +337,7 @@ def _calls(calls: list[dict[str, Any]]) -> str:
     return table(head, rows, cls="calls")
 
 
-def _arguments(value: Any) -> str:
+def _arguments(value: object) -> str:
     if isinstance(value, str):
         try:
             return json.dumps(json.loads(value), ensure_ascii=False, indent=1)
@@ -347,7 +346,7 @@ def _arguments(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _ending(row: dict[str, Any], summary: dict[str, Any]) -> str:
+def _ending(row: dict[str, object], summary: dict[str, object]) -> str:
     out = "<h2>End</h2>"
     final = row.get("final_text")
     out += "<p>Final answer:</p>" + pre(final) if not missing(final) else "<p>No final text answer.</p>"
