@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from surfbench.bench.analysis.credit_summary import credit_fields
+from surfbench.bench.analysis.credit_summary import credit_fields, mean_interval
 from surfbench.bench.analysis.instance_accuracy import instance_fields
 from surfbench.bench.base.values import decoded
 from surfbench.bench.base.values import missing as _missing
@@ -25,7 +25,7 @@ MetricKind = Literal["pct", "num", "count", "usd"]
 Test = Literal["drop", "ratio", "limit"]
 """How a gate criterion judges a metric (bench.report.gate_criteria.CriterionKind)."""
 Aggregate = Literal["mean", "sum", "share"]
-Interval = Literal["wilson", "t"]
+Interval = Literal["wilson", "t", "bootstrap"]
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,8 @@ class Metric:
     ``share`` of the episodes with a value whose value is true."""
     interval: Interval | None = None
     """The 95% interval the cell summary gives beside it (``NAME_ci_low`` / ``NAME_ci_high``): ``wilson`` for a
-    share, ``t`` (Student t) for a mean, None for none."""
+    share, ``t`` (Student t) for a mean, ``bootstrap`` (BCa, scipy: within the values' range, as the credit columns'
+    intervals) for a mean or a share, None for none."""
     column: bool = False
     """A registered metric: the report's cells table has a column for it when some cell has a value (the built-in
     metrics' columns are bench.report.report_data.CELL_COLUMNS)."""
@@ -232,11 +233,12 @@ def _problem(m: Metric) -> str | None:
         return "a registered metric is computed per episode: give per_episode (a function of an episode row)"
     if m.aggregate not in ("mean", "sum", "share"):
         return f"aggregate {m.aggregate!r} must be mean, sum or share"
-    if (
-        m.interval not in (None, "wilson", "t")
-        or {"wilson": "share", "t": "mean"}.get(str(m.interval), m.aggregate) != m.aggregate
-    ):
-        return f"interval {m.interval!r}: wilson goes with aggregate share, t with mean, None with any"
+    fits = {None: ("mean", "sum", "share"), "wilson": ("share",), "t": ("mean",), "bootstrap": ("mean", "share")}
+    if m.aggregate not in fits.get(m.interval, ()):
+        return (
+            f"interval {m.interval!r}: wilson goes with aggregate share, t with mean, bootstrap with mean or share, "
+            "None with any"
+        )
     if not set(m.criteria) <= set(TESTS):
         return f"criteria {m.criteria!r} must be among {', '.join(TESTS)}"
     if m.criteria and m.higher_is_better is None:
@@ -346,6 +348,9 @@ def declared_fields(metric: Metric, rows: list[Mapping[str, object]]) -> dict[st
 
         half = float(t.ppf(0.975, n - 1)) * math.sqrt(sum((v - value) ** 2 for v in values) / (n - 1) / n)
         low, high = value - half, value + half
+    elif metric.interval == "bootstrap":  # of the mean of the values, or of 0/1 for a share: the share
+        sample = [float(bool(v)) for v in values] if metric.aggregate == "share" else values
+        _, low, high = mean_interval(sample)
     return {metric.name: value, f"{metric.name}_ci_low": low, f"{metric.name}_ci_high": high}
 
 

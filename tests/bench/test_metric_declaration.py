@@ -172,6 +172,7 @@ def test_unregistering_leaves_the_built_in_registry(declared: None):
         ({"name": "harness_errors"}, "no metric or CellSummary field"),
         ({"per_episode": None}, "give per_episode"),
         ({"interval": "wilson"}, "wilson goes with aggregate share"),
+        ({"interval": "bootstrap", "aggregate": "sum"}, "bootstrap with mean or share"),
         ({"criteria": ("drop",)}, "needs kind pct"),
         ({"criteria": ("most",)}, "must be among drop, ratio, limit"),
         ({"criterion_stem": "round_trips"}, "exist already"),
@@ -210,3 +211,21 @@ def test_the_docs_metrics_table_is_the_one_the_declarations_give():
     block = text.split("<!-- metrics -->\n")[1].split("\n<!-- /metrics -->")[0]
     assert block == metrics_table()
     assert len(block.splitlines()) == 2 + len(METRICS)  # every built-in metric has its row
+
+
+@pytest.mark.parametrize("aggregate", ["mean", "share"])
+def test_a_bootstrap_interval_is_the_credit_columns_bca_interval_within_the_values_range(aggregate: str):
+    from dataclasses import replace
+
+    from surfbench.bench.analysis.credit_summary import mean_interval
+    from surfbench.bench.analysis.metrics import declared_fields
+
+    metric = replace(ANSWER_CHARS, name="answer_boot", interval="bootstrap", aggregate=aggregate, criteria=())
+    rows = [{"final_text": "x" * n} for n in (3, 5, 0, 8, 13, 2)]
+    got = declared_fields(metric, rows)
+    values = [float(answer_chars(r)) for r in rows]  # type: ignore[arg-type]
+    if aggregate == "share":
+        values = [float(bool(v)) for v in values]
+    mean, low, high = mean_interval(values)
+    assert got == {"answer_boot": mean, "answer_boot_ci_low": low, "answer_boot_ci_high": high}
+    assert low is not None and high is not None and min(values) <= low <= mean <= high <= max(values)
