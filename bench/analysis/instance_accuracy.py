@@ -10,22 +10,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
+from surfbench.bench.base.proportions import wilson
 from surfbench.bench.store.tables import as_int
+
+Z_EXACT = 1.959963984540054
+"""The 95% normal quantile unrounded: the instance column has used it since it was added (its reported intervals
+stay the same to the last digit)."""
 
 
 def _count(value: object) -> int | None:
     if value is None or str(value) == "<NA>" or (isinstance(value, float) and math.isnan(value)):
         return None
     return as_int(value)
-
-
-def wilson_interval(right: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """The Wilson score interval of ``right`` out of ``n`` (95% by default)."""
-    p = right / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def instance_fields(rows: Iterable[Mapping[str, object]]) -> dict[str, float | None]:
@@ -37,5 +33,5 @@ def instance_fields(rows: Iterable[Mapping[str, object]]) -> dict[str, float | N
             calls, right = calls + n, right + ok
     if not calls:
         return {"instance_accuracy": None, "instance_accuracy_ci_low": None, "instance_accuracy_ci_high": None}
-    low, high = wilson_interval(right, calls)
+    low, high = wilson(right, calls, z=Z_EXACT)
     return {"instance_accuracy": right / calls, "instance_accuracy_ci_low": low, "instance_accuracy_ci_high": high}

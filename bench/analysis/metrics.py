@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from surfbench.bench.analysis.credit_summary import credit_fields, mean_interval
 from surfbench.bench.analysis.instance_accuracy import instance_fields
+from surfbench.bench.base.proportions import wilson as wilson  # where the reports' callers import it from
 from surfbench.bench.base.values import decoded
 from surfbench.bench.base.values import missing as _missing
 from surfbench.bench.score.scorer import does_not_fit, is_context_overflow
@@ -260,22 +261,6 @@ def unregister_metric(name: str) -> None:
 def declared() -> list[Metric]:
     """The registered metrics (those computed from ``per_episode``), in registration order."""
     return [m for m in METRICS.values() if m.per_episode is not None]
-
-
-def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval for a proportion, within [0, 1].
-
-    Kept as its closed form rather than statsmodels' ``proportion_confint(method="wilson")``, which gives the same
-    numbers (tests/bench/test_statistics.py compares them) but is a test-only dependency here: five lines do
-    not justify statsmodels and patsy in every install.
-    """
-    if n == 0:
-        return (math.nan, math.nan)
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def _mean(values: Iterable[object]) -> float | None:
