@@ -151,6 +151,7 @@ def cell_record(cell: Cell) -> dict[str, Any]:
 
 def record_run(store: RunStore, cell: Cell) -> None:
     """Record ``cell`` in the run folder's run.json, with the machine, versions and command line (merged by cell id)."""
+    store.prepare()  # idempotent: the folder made (and checked writable) when a caller did not
     store.write_run_info(
         {
             **environment_info(),
