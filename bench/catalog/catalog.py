@@ -14,9 +14,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 from surfbench.bench.base.validation import json_problem, short
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 JsonSchema = dict[str, Any]
 JSON_TYPES = ("string", "number", "integer", "boolean", "array", "object", "null")
@@ -69,9 +72,9 @@ class Operation:
     def required(self) -> list[str]:
         return list(self.parameters.get("required", []))
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> dict[str, object]:
         """The operation as the native catalog format writes it (and the catalog hash covers it)."""
-        record = {
+        record: dict[str, object] = {
             "name": self.name,
             "description": self.description,
             "parameters": self.parameters,
@@ -229,9 +232,9 @@ class Catalog:
             ops.append(replace(op, parameters=params))
         return Catalog(self.name, tuple(ops), self.source, declared_passthrough=(), guidance=self.guidance)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The native surfbench catalog format (what :func:`bench.catalog.importers.load_catalog` reads back)."""
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "surfbench_catalog": 1,
             "name": self.name,
             "operations": [op.to_record() for op in self.operations],
@@ -323,7 +326,7 @@ def schema_problem(blob: str) -> str | None:
 
 
 @lru_cache(maxsize=8)
-def _meta_validator(cls: Any) -> Any:
+def _meta_validator(cls: type[Validator]) -> Validator:
     return cls(cls.META_SCHEMA)
 
 
@@ -349,7 +352,7 @@ _SCHEMA_MAP_KEYS = frozenset(("properties", "definitions", "patternProperties"))
 _SCHEMA_LIST_KEYS = frozenset(("allOf", "anyOf", "oneOf"))
 
 
-def _plain_draft7(schema: Any) -> bool:
+def _plain_draft7(schema: object) -> bool:
     """True when ``schema`` certainly passes the draft 7 meta-schema, by a direct walk of its keywords.
 
     The meta-schema's own rules (formats not asserted, as in ``_meta_validator``) over plain JSON values;
@@ -357,7 +360,7 @@ def _plain_draft7(schema: Any) -> bool:
     returns False and jsonschema decides. So the answer never differs from jsonschema's, and a real
     catalog's schemas almost all take this path: 10,000 operations in milliseconds instead of seconds.
     """
-    stack = [schema]
+    stack: list[object] = [schema]
     while stack:
         node = stack.pop()
         if type(node) is bool:
@@ -370,8 +373,11 @@ def _plain_draft7(schema: Any) -> bool:
     return True
 
 
-def _keyword_ok(key: str, value: Any, stack: list[Any]) -> bool:
-    """One keyword of a schema against the draft 7 meta-schema; its sub-schemas go onto ``stack``."""
+def _keyword_ok(key: str, value: object, stack: list[object]) -> bool:
+    """One keyword of a schema against the draft 7 meta-schema; its sub-schemas go onto ``stack``.
+
+    ``type(value) is ...`` (not ``kind``) where the type checker is to narrow ``value``: the same test.
+    """
     kind = type(value)
     if key in _STRING_KEYS:
         return kind is str
@@ -380,25 +386,25 @@ def _keyword_ok(key: str, value: Any, stack: list[Any]) -> bool:
             return value in _SIMPLE_TYPES
         return _strings(value) and len(value) > 0 and all(v in _SIMPLE_TYPES for v in value)
     if key in _SCHEMA_MAP_KEYS:
-        stack.extend(value.values() if kind is dict else [None])  # None: not a schema, fails the walk
+        stack.extend(value.values() if type(value) is dict else [None])  # None: not a schema, fails the walk
         return True
     if key in _SCHEMA_KEYS:
         stack.append(value)
         return True
     if key == "items":
-        stack.extend(value if kind is list else [value])
-        return kind is not list or len(value) > 0
+        stack.extend(value if type(value) is list else [value])
+        return type(value) is not list or len(value) > 0
     if key in _SCHEMA_LIST_KEYS:
-        stack.extend(value if kind is list else [None])
-        return kind is not list or len(value) > 0
+        stack.extend(value if type(value) is list else [None])
+        return type(value) is not list or len(value) > 0
     if key == "required":
         return _strings(value)
     if key in ("enum", "examples"):
         return kind is list
     if key in _NUMBER_KEYS:
-        return kind is int or (kind is float and math.isfinite(value))
+        return kind is int or (type(value) is float and math.isfinite(value))
     if key in _COUNT_KEYS:
-        return kind is int and value >= 0
+        return type(value) is int and value >= 0
     if key in ("uniqueItems", "readOnly"):
         return kind is bool
     if key in ("default", "const"):
@@ -406,7 +412,7 @@ def _keyword_ok(key: str, value: Any, stack: list[Any]) -> bool:
     return key not in DRAFT7_KEYWORDS  # any other keyword is free in draft 7
 
 
-def _strings(value: Any) -> bool:
+def _strings(value: object) -> TypeGuard[list[str]]:
     return type(value) is list and all(type(v) is str for v in value) and len(set(value)) == len(value)
 
 
@@ -430,9 +436,9 @@ def operation(
     return mark
 
 
-def operation_methods(cls: type) -> list[Callable[..., Any]]:
+def operation_methods(cls: type) -> list[Callable[..., object]]:
     """The class's ``@operation`` methods in definition order (base classes first)."""
-    seen: dict[str, Callable[..., Any]] = {}
+    seen: dict[str, Callable[..., object]] = {}
     for klass in reversed(cls.__mro__):
         for name, value in vars(klass).items():
             if inspect.isfunction(value) and hasattr(value, OP_ATTR):

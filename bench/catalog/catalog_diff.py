@@ -17,7 +17,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from typing import Any
 
 from surfbench.bench.base.markdown import markdown_table
 from surfbench.bench.catalog.catalog import Catalog, Operation
@@ -157,13 +156,13 @@ def _profile(op: Operation) -> _Profile:
     )
 
 
-def _ratio(a: Sequence[Any], b: Sequence[Any]) -> float:
+def _ratio(a: Sequence[str], b: Sequence[str]) -> float:
     if not a and not b:
         return 1.0
     return SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
-def _length_bound(a: Sequence[Any], b: Sequence[Any]) -> float:
+def _length_bound(a: Sequence[str], b: Sequence[str]) -> float:
     """An upper bound of :func:`_ratio` from the lengths alone (difflib's ``real_quick_ratio``)."""
     total = len(a) + len(b)
     return 1.0 if total == 0 else 2.0 * min(len(a), len(b)) / total
@@ -367,7 +366,7 @@ def format_markdown(diff: CatalogDiff) -> str:
     return summary_line(diff) + "\n\n" + markdown_table(["change", "operation", "breaking", "detail"], rows) + "\n"
 
 
-def to_json(diff: CatalogDiff) -> dict[str, Any]:
+def to_json(diff: CatalogDiff) -> dict[str, object]:
     """The diff as plain JSON values: the summary counts and every change with its schema changes."""
     return {
         "old": {"name": diff.old_name, "count": diff.old_count},

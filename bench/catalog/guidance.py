@@ -24,7 +24,6 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -155,7 +154,7 @@ class Guide:
             self._ranker.prefetch([r for r in requests if r.strip()])
 
 
-def make_guide(catalog: Catalog, option: Any, kind: str) -> Guide | None:
+def make_guide(catalog: Catalog, option: object, kind: str) -> Guide | None:
     """The ``guidance`` option of a surface checked (ValueError naming the surface and the key), or None unset.
 
     ``true`` takes the defaults (k 3, threshold 0, bm25); ``false`` or null: no guidance. A catalog without

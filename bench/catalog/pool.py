@@ -30,7 +30,6 @@ import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from surfbench.bench.base.paths import cache_root
 from surfbench.bench.catalog.catalog import CatalogError, Operation, validate_operation
@@ -152,7 +151,7 @@ def _source_files(github: Path | None, directory: Path | None = None) -> tuple[l
     return files, missing
 
 
-def _bfcl_docs(paths: list[Path]) -> Iterator[dict[str, Any]]:
+def _bfcl_docs(paths: list[Path]) -> Iterator[dict[str, object]]:
     seen: set[str] = set()
     for path in paths:
         for line in path.read_text(encoding="utf-8").splitlines():

@@ -16,7 +16,10 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from surfbench.bench.catalog.wire import HasToolFields
 
 NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 """The tool-name pattern of OpenAI's and Anthropic's APIs."""
@@ -50,7 +53,7 @@ HOSTED_LIMITS = ProviderLimits(max_tools=128, name_pattern=NAME_PATTERN)
 LIMIT_KEYS = frozenset({"max_tools", "name_pattern", "context_window"})
 
 
-def limits_from(data: Mapping[str, Any] | None, n_ctx: int | None, where: str) -> ProviderLimits:
+def limits_from(data: Mapping[str, object] | None, n_ctx: int | None, where: str) -> ProviderLimits:
     """The limits a model config's ``limits:`` block declares; the context window defaults to ``n_ctx``.
 
     Raises:
@@ -60,10 +63,12 @@ def limits_from(data: Mapping[str, Any] | None, n_ctx: int | None, where: str) -
     unknown = sorted(set(data) - LIMIT_KEYS)
     if unknown:
         raise ValueError(f"{where}: limits: unknown key(s) {unknown}; allowed: {sorted(LIMIT_KEYS)}")
+    counts: dict[str, int | None] = {}
     for key in ("max_tools", "context_window"):
         value = data.get(key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise ValueError(f"{where}: limits.{key}={value!r}: must be a whole number, 1 or more, or null")
+        counts[key] = value
     pattern = data.get("name_pattern")
     if pattern is not None:
         try:
@@ -71,13 +76,13 @@ def limits_from(data: Mapping[str, Any] | None, n_ctx: int | None, where: str) -
         except re.error as exc:
             raise ValueError(f"{where}: limits.name_pattern={pattern!r}: not a regular expression ({exc})") from None
     return ProviderLimits(
-        max_tools=data.get("max_tools"),
+        max_tools=counts["max_tools"],
         name_pattern=str(pattern) if pattern is not None else None,
-        context_window=data.get("context_window") or n_ctx,
+        context_window=counts["context_window"] or n_ctx,
     )
 
 
-def model_limits(cfg: Any) -> ProviderLimits:
+def model_limits(cfg: object) -> ProviderLimits:
     """The limits of a model config (its ``limits`` block; ``n_ctx`` for a local model's window)."""
     n_ctx = getattr(cfg, "n_ctx", None) if getattr(cfg, "provider", "") == "local" else None
     return limits_from(getattr(cfg, "limits", None), n_ctx, f"configs/model/{getattr(cfg, 'name', '?')}.yaml")
@@ -147,7 +152,7 @@ def original_names(source: str) -> dict[str, str]:
     return {safe: original for original, safe in _NAME_MAPS.get(source, {}).items()}
 
 
-def recorded_originals(cells: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+def recorded_originals(cells: Iterable[Mapping[str, object]]) -> dict[str, str]:
     """Valid -> original tool name, from the ``name_map`` each run's cells recorded (run.json).
 
     The results tables hold the valid names (what the model saw and called); reports and gates show
@@ -208,7 +213,20 @@ def predict_fit(texts: Sequence[str], reserved: int, limits: ProviderLimits) -> 
     return FitPrediction(total, reserved, limits.context_window)
 
 
-def first_request(surface: Any, request: str, system_prompt: str) -> tuple[list[str], list[str]]:
+class FirstSession(Protocol):
+    """What the fit check reads of a surface's session (bench.contracts.surface.Session)."""
+
+    def tools(self) -> Sequence[HasToolFields]: ...
+    def system_text(self) -> str: ...
+
+
+class FirstRequestSurface(Protocol):
+    """A surface as the fit check opens it (bench.contracts.surface.Surface)."""
+
+    def session(self, request: str) -> FirstSession: ...
+
+
+def first_request(surface: FirstRequestSurface, request: str, system_prompt: str) -> tuple[list[str], list[str]]:
     """(tool names, texts) of an episode's first request on ``surface``: what the fit check counts."""
     from surfbench.bench.catalog.wire import tool_wire_text
 
@@ -219,7 +237,7 @@ def first_request(surface: Any, request: str, system_prompt: str) -> tuple[list[
 
 
 def check_first_request(
-    surface: Any, request: str, system_prompt: str, limits: ProviderLimits, reserved: int
+    surface: FirstRequestSurface, request: str, system_prompt: str, limits: ProviderLimits, reserved: int
 ) -> tuple[list[str], FitPrediction]:
     """What breaks the provider's limits in the first request, and whether it fits the context window."""
     names, texts = first_request(surface, request, system_prompt)

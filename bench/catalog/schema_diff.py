@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeGuard, cast
 
 from surfbench.bench.base.validation import short
 from surfbench.bench.catalog.catalog import JSON_TYPES
@@ -69,7 +69,7 @@ class SchemaChange:
     """What changed, for a person: ``new required argument 'milestone' (string)``."""
 
 
-def schema_changes(old: Mapping[str, Any], new: Mapping[str, Any], path: str = "") -> list[SchemaChange]:
+def schema_changes(old: Mapping[str, object], new: Mapping[str, object], path: str = "") -> list[SchemaChange]:
     """Every difference between two JSON Schemas that a caller could notice, classed (:data:`SCHEMA_KINDS`).
 
     Walks objects (``properties``, ``required``, ``additionalProperties``), arrays (``items``), enums, types
@@ -93,7 +93,7 @@ def _join(path: str, *keys: str) -> str:
     return ".".join((path, *keys)) if path else ".".join(keys)
 
 
-def _as_schema(value: Any) -> dict[str, Any]:
+def _as_schema(value: object) -> dict[str, object]:
     """A schema as a dict: ``true`` (or absent) accepts anything, ``false`` nothing."""
     if isinstance(value, Mapping):
         return dict(value)
@@ -104,7 +104,7 @@ def _as_schema(value: Any) -> dict[str, Any]:
     return {"$invalid": value}  # not a schema at all: any difference is reported by the generic comparison
 
 
-def _compare(old_value: Any, new_value: Any, path: str, out: list[SchemaChange]) -> None:
+def _compare(old_value: object, new_value: object, path: str, out: list[SchemaChange]) -> None:
     old, new = _as_schema(old_value), _as_schema(new_value)
     if old == new:
         return
@@ -124,18 +124,18 @@ def _compare(old_value: Any, new_value: Any, path: str, out: list[SchemaChange])
                 out.append(SchemaChange(_join(path, key), "schema_changed", True, detail))
 
 
-def _before_after(old: Mapping[str, Any], new: Mapping[str, Any], key: str, limit: int = 40) -> str:
+def _before_after(old: Mapping[str, object], new: Mapping[str, object], key: str, limit: int = 40) -> str:
     before = short(old[key], limit) if key in old else "(none)"
     after = short(new[key], limit) if key in new else "(none)"
     return f"{before} -> {after}"
 
 
-def _accepted(schema: Mapping[str, Any]) -> frozenset[str]:
+def _accepted(schema: Mapping[str, object]) -> frozenset[str]:
     """The JSON types a schema's ``type`` (and OpenAPI's ``nullable``) lets through; every type when absent."""
     declared = schema.get("type")
     if declared is None:
         return _ALL_TYPES
-    names = {declared} if isinstance(declared, str) else {str(t) for t in declared}
+    names = {declared} if isinstance(declared, str) else {str(t) for t in cast(Iterable[object], declared)}
     if "number" in names:
         names.add("integer")  # every integer is a number
     if schema.get("nullable") is True:
@@ -143,13 +143,13 @@ def _accepted(schema: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _type_text(schema: Mapping[str, Any]) -> str:
+def _type_text(schema: Mapping[str, object]) -> str:
     declared = schema.get("type")
     text = "/".join(str(t) for t in declared) if isinstance(declared, list) else str(declared or "any")
     return text + (" (nullable)" if schema.get("nullable") is True and declared is not None else "")
 
 
-def _compare_types(old: Mapping[str, Any], new: Mapping[str, Any], path: str, out: list[SchemaChange]) -> None:
+def _compare_types(old: Mapping[str, object], new: Mapping[str, object], path: str, out: list[SchemaChange]) -> None:
     before, after = _accepted(old), _accepted(new)
     if before == after:
         return
@@ -162,25 +162,25 @@ def _compare_types(old: Mapping[str, Any], new: Mapping[str, Any], path: str, ou
         out.append(SchemaChange(_join(path, "type"), "type_changed", True, detail))
 
 
-def _allowed_values(schema: Mapping[str, Any]) -> list[Any] | None:
+def _allowed_values(schema: Mapping[str, object]) -> list[object] | None:
     """The values an ``enum`` (or a ``const``, as an enum of one) allows; None when neither limits them."""
     if isinstance(schema.get("enum"), list):
-        return list(schema["enum"])
+        return list(cast(list[object], schema["enum"]))
     if "const" in schema:
         return [schema["const"]]
     return None
 
 
-def _canonical(value: Any) -> str:
+def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _values_text(values: Sequence[Any]) -> str:
+def _values_text(values: Sequence[object]) -> str:
     shown = ", ".join(short(v, 30) for v in values[:8])
     return shown + (f" and {len(values) - 8} more" if len(values) > 8 else "")
 
 
-def _compare_values(old: Mapping[str, Any], new: Mapping[str, Any], path: str, out: list[SchemaChange]) -> None:
+def _compare_values(old: Mapping[str, object], new: Mapping[str, object], path: str, out: list[SchemaChange]) -> None:
     before, after = _allowed_values(old), _allowed_values(new)
     if before is None and after is None:
         return
@@ -201,7 +201,9 @@ def _compare_values(old: Mapping[str, Any], new: Mapping[str, Any], path: str, o
         out.append(SchemaChange(where, "enum_value_added", False, f"newly allowed: {_values_text(added)}"))
 
 
-def _compare_annotations(old: Mapping[str, Any], new: Mapping[str, Any], path: str, out: list[SchemaChange]) -> None:
+def _compare_annotations(
+    old: Mapping[str, object], new: Mapping[str, object], path: str, out: list[SchemaChange]
+) -> None:
     if old.get("description") != new.get("description"):
         detail = _before_after(old, new, "description")
         out.append(SchemaChange(_join(path, "description"), "description_changed", False, detail))
@@ -212,11 +214,11 @@ def _compare_annotations(old: Mapping[str, Any], new: Mapping[str, Any], path: s
             out.append(SchemaChange(_join(path, key), "annotation_changed", False, _before_after(old, new, key)))
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _bound_tighter(key: str, before: Any, after: Any, lower: bool) -> bool:
+def _bound_tighter(key: str, before: object, after: object, lower: bool) -> bool:
     """Whether moving bound ``key`` from ``before`` to ``after`` (either None: absent) allows fewer values."""
     if isinstance(before, bool) or isinstance(after, bool):  # draft 4's exclusiveMinimum/Maximum flags
         if before in (None, False) and after in (None, False):
@@ -238,7 +240,7 @@ def _is_multiple(value: float, of: float) -> bool:
     return math.isclose(quotient, round(quotient), rel_tol=0, abs_tol=1e-9)
 
 
-def _compare_bounds(old: Mapping[str, Any], new: Mapping[str, Any], path: str, out: list[SchemaChange]) -> None:
+def _compare_bounds(old: Mapping[str, object], new: Mapping[str, object], path: str, out: list[SchemaChange]) -> None:
     def report(key: str, tighter: bool) -> None:
         kind = "constraint_tightened" if tighter else "constraint_loosened"
         out.append(SchemaChange(_join(path, key), kind, tighter, f"{key} {_before_after(old, new, key)}"))
@@ -262,11 +264,21 @@ def _compare_bounds(old: Mapping[str, Any], new: Mapping[str, Any], path: str, o
         report("uniqueItems", bool(new.get("uniqueItems")))
 
 
-def _compare_object(old: Mapping[str, Any], new: Mapping[str, Any], path: str, out: list[SchemaChange]) -> None:
-    old_props = old.get("properties") if isinstance(old.get("properties"), Mapping) else {}
-    new_props = new.get("properties") if isinstance(new.get("properties"), Mapping) else {}
-    old_required = {str(r) for r in old.get("required") or ()} if isinstance(old.get("required"), list) else set()
-    new_required = {str(r) for r in new.get("required") or ()} if isinstance(new.get("required"), list) else set()
+def _mapping(value: object) -> Mapping[str, object]:
+    """``properties`` when it is a mapping, else none."""
+    return cast(Mapping[str, object], value) if isinstance(value, Mapping) else {}
+
+
+def _names(value: object) -> set[str]:
+    """``required`` as names when it is a list, else none."""
+    return {str(r) for r in value or ()} if isinstance(value, list) else set()
+
+
+def _compare_object(old: Mapping[str, object], new: Mapping[str, object], path: str, out: list[SchemaChange]) -> None:
+    old_props = _mapping(old.get("properties"))
+    new_props = _mapping(new.get("properties"))
+    old_required = _names(old.get("required"))
+    new_required = _names(new.get("required"))
     assert old_props is not None and new_props is not None
     for name in sorted(old_props.keys() | new_props.keys() | old_required | new_required):
         where = _join(path, "properties", name)
@@ -301,7 +313,7 @@ def _compare_object(old: Mapping[str, Any], new: Mapping[str, Any], path: str, o
         _compare(before, after, where, out)
 
 
-def _compare_items(old: Mapping[str, Any], new: Mapping[str, Any], path: str, out: list[SchemaChange]) -> None:
+def _compare_items(old: Mapping[str, object], new: Mapping[str, object], path: str, out: list[SchemaChange]) -> None:
     before, after = old.get("items"), new.get("items")
     if before == after:
         return
@@ -316,7 +328,7 @@ def _compare_items(old: Mapping[str, Any], new: Mapping[str, Any], path: str, ou
     _compare(before, after, where, out)
 
 
-def _structural(schema: Mapping[str, Any]) -> str:
+def _structural(schema: Mapping[str, object]) -> str:
     """A schema without its annotations and combinations, canonical: what it accepts, to compare with a branch."""
     keep = {
         k: v
@@ -326,11 +338,13 @@ def _structural(schema: Mapping[str, Any]) -> str:
     return _canonical(keep)
 
 
-def _branches(value: Any) -> Counter[str]:
+def _branches(value: object) -> Counter[str]:
     return Counter(_structural(_as_schema(b)) for b in value) if isinstance(value, list) else Counter()
 
 
-def _compare_combinations(old: Mapping[str, Any], new: Mapping[str, Any], path: str, out: list[SchemaChange]) -> None:
+def _compare_combinations(
+    old: Mapping[str, object], new: Mapping[str, object], path: str, out: list[SchemaChange]
+) -> None:
     for key in ("anyOf", "oneOf", "allOf"):
         before, after = old.get(key), new.get(key)
         if before == after:
@@ -344,7 +358,7 @@ def _compare_combinations(old: Mapping[str, Any], new: Mapping[str, Any], path: 
             # a union where there was none: old values still pass when one branch is the old schema itself
             breaking = _structural(old) not in new_branches
             kind = "union_changed"
-            detail = f"{key} imposed ({len(after or ())} branches)" + (
+            detail = f"{key} imposed ({len(cast(Sized, after or ()))} branches)" + (
                 "" if breaking else "; one branch is the old schema"
             )
         elif after is None:

@@ -11,8 +11,12 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from tiktoken import Encoding
 
 
 class HasToolFields(Protocol):
@@ -21,10 +25,10 @@ class HasToolFields(Protocol):
     @property
     def description(self) -> str: ...
     @property
-    def parameters(self) -> dict[str, Any]: ...
+    def parameters(self) -> Mapping[str, object]: ...
 
 
-def compact_json(value: Any) -> str:
+def compact_json(value: object) -> str:
     """``JSON.stringify(value)``: no spaces, non-ASCII kept as is."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
@@ -90,17 +94,17 @@ def preload_encodings(names: tuple[str, ...] = ("o200k_base", "cl100k_base")) ->
     threading.Thread(target=load, name="tiktoken-preload", daemon=True).start()
 
 
-_ENCODINGS: dict[str, Any] = {}
+_ENCODINGS: dict[str, Encoding] = {}
 
 
-def _encoding(name: str) -> Any:
+def _encoding(name: str) -> Encoding:
     with _LOCK:  # one load per encoding, even when the preload thread is already at it
         if name not in _ENCODINGS:
             _ENCODINGS[name] = _load_encoding(name)
         return _ENCODINGS[name]
 
 
-def _load_encoding(name: str) -> Any:
+def _load_encoding(name: str) -> Encoding:
     ensure_offline_tiktoken()
     import tiktoken
 
@@ -143,10 +147,23 @@ RUN_SAMPLES = 32
 """Pieces of a long run counted at most (evenly spaced; their sum is scaled to the run's length)."""
 _OUTSIDE = (r"[^\p{L}\p{M}]", r"[\p{L}\p{N}]")
 """A character that ends a run of letters and marks; one that ends a run of symbols and whitespace."""
-_PATTERNS: list[tuple[Any, Any]] = []
 
 
-def _patterns() -> list[tuple[Any, Any]]:
+class _Match(Protocol):
+    def start(self) -> int: ...
+    def end(self) -> int: ...
+
+
+class _Pattern(Protocol):
+    """A compiled ``regex`` pattern (the package ships no types), as :func:`long_runs` searches it."""
+
+    def search(self, string: str, pos: int = ..., endpos: int = ...) -> _Match | None: ...
+
+
+_PATTERNS: list[tuple[_Pattern, _Pattern]] = []
+
+
+def _patterns() -> list[tuple[_Pattern, _Pattern]]:
     """Per class of run: (a character outside it, the same searched backwards), compiled once."""
     if not _PATTERNS:
         import regex  # tiktoken's own dependency
@@ -186,7 +203,7 @@ def long_runs(text: str) -> list[tuple[int, int]]:
     return merged
 
 
-def _run_tokens(enc: Any, text: str, start: int, end: int) -> int:
+def _run_tokens(enc: Encoding, text: str, start: int, end: int) -> int:
     """Tokens of the long run ``text[start:end]``: its pieces' counts, summed (or sampled and scaled)."""
     pieces = -(-(end - start) // RUN_PIECE)
     if pieces <= RUN_SAMPLES:
@@ -196,5 +213,5 @@ def _run_tokens(enc: Any, text: str, start: int, end: int) -> int:
     return round(sampled * pieces / RUN_SAMPLES)
 
 
-def _exact(enc: Any, text: str) -> int:
+def _exact(enc: Encoding, text: str) -> int:
     return len(enc.encode(text, disallowed_special=())) if text else 0

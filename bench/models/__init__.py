@@ -8,13 +8,13 @@ through bench.contracts.plugins like any other provider an installed package add
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from surfbench.bench.base.config import ConfigError, read_group_config, shown
 from surfbench.bench.base.secrets import register_url_passwords
 from surfbench.bench.models.cache import ResponseCache
 from surfbench.bench.models.client import ModelError
-from surfbench.bench.models.config_schema import checked
+from surfbench.bench.models.config_schema import Where, checked
 from surfbench.bench.models.local import ModelUnavailable
 from surfbench.bench.models.providers import provider
 from surfbench.bench.models.server import LocalServer, ServerError
@@ -32,13 +32,13 @@ __all__ = [
 ]
 
 
-def model_config(name: str, data: dict[str, Any] | None = None) -> ModelConfig:
+def model_config(name: str, data: Mapping[str, object] | None = None) -> ModelConfig:
     """The model config ``name``: from ``configs/model/<name>.yaml``, or ``data`` as Hydra composed it.
 
     Every field is checked against its type and range (bench.models.config_schema) before the config exists;
     a value that differs from the file's is named as the override it came from (``model.max_tokens=abc``).
     """
-    shipped: dict[str, Any] | None = None
+    shipped: dict[str, object] | None = None
     if data is None:
         data = shipped = read_group_config("model", name)
     where = f"configs/model/{name}.yaml"
@@ -51,7 +51,7 @@ def model_config(name: str, data: dict[str, Any] | None = None) -> ModelConfig:
     if shipped is None:
         shipped = _file_data(name)
 
-    def origin(key: str, value: Any) -> str:
+    def origin(key: str, value: object) -> str:
         if shipped is not None and (key not in shipped or shipped[key] != value):
             return f"model.{key}={shown(value)} (model {name})"
         return f"{where}: {key}={value!r}"
@@ -97,7 +97,7 @@ def model_config(name: str, data: dict[str, Any] | None = None) -> ModelConfig:
     return cfg
 
 
-def _file_data(name: str) -> dict[str, Any] | None:
+def _file_data(name: str) -> dict[str, object] | None:
     """The model config file ``name`` as written, or None (a config passed as data only)."""
     try:
         return read_group_config("model", name)
@@ -105,7 +105,7 @@ def _file_data(name: str) -> dict[str, Any] | None:
         return None
 
 
-def _check_window(cfg: ModelConfig, origin: Any) -> None:
+def _check_window(cfg: ModelConfig, origin: Where) -> None:
     """The ``limits`` block is well formed, and ``max_tokens`` leaves room for a prompt in the context window."""
     from surfbench.bench.catalog.provider_limits import model_limits
 

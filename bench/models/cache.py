@@ -11,14 +11,14 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from surfbench.bench.base.paths import cache_root
 from surfbench.bench.base.secrets import redact
 
 
-def request_hash(payload: dict[str, Any]) -> str:
+def request_hash(payload: Mapping[str, object]) -> str:
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -30,7 +30,7 @@ class ResponseCache:
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> dict[str, object] | None:
         path = self._path(key)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -38,7 +38,7 @@ class ResponseCache:
             return None
         return data if isinstance(data, dict) else None
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, value: Mapping[str, object]) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

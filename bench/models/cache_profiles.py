@@ -35,7 +35,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, cast
 
 from surfbench.bench.base.config import ConfigError
 
@@ -101,7 +101,7 @@ PROFILES: dict[str, CacheProfile] = {
 _OVERRIDABLE = {f.name for f in dataclasses.fields(CacheProfile)} - {"name", "style", "source"}
 
 
-def _problem(key: str, value: Any) -> str | None:
+def _problem(key: str, value: object) -> str | None:
     """What is wrong with one override value, or None."""
     number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     if key in ("min_tokens", "block"):
@@ -109,10 +109,10 @@ def _problem(key: str, value: Any) -> str | None:
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
             return f"must be a whole number of tokens, {low} or more"
     elif key == "ttl_s":
-        if value is not None and (not number or value <= 0):
+        if value is not None and (not number or cast(float, value) <= 0):
             return "must be seconds above 0, or null (never expires)"
     elif key in ("read", "write"):
-        if not number or value < 0:
+        if not number or cast(float, value) < 0:
             return "must be a price multiplier, 0 or more"
     elif key == "breakpoints":
         if not isinstance(value, list) or not value or any(v not in BREAKPOINTS for v in value):
@@ -125,7 +125,7 @@ def _problem(key: str, value: Any) -> str | None:
     return None
 
 
-def check_overrides(overrides: Any, where: str) -> None:
+def check_overrides(overrides: object, where: str) -> None:
     """Raise a one-line ConfigError when ``overrides`` (a model config's ``cache_profiles``) is not valid.
 
     ``where`` names the config and field, as the model config's other checks do.
@@ -145,17 +145,30 @@ def check_overrides(overrides: Any, where: str) -> None:
                 raise ConfigError(f"{where}: {name}.{key}={value!r} {problem}")
 
 
-def profile(name: str, overrides: Mapping[str, Any] | None = None) -> CacheProfile:
+class ProfileOverrides(TypedDict, total=False):
+    """A model config's overrides of one profile (``cache_profiles: {name: {...}}``), once checked."""
+
+    min_tokens: int
+    block: int
+    ttl_s: float | None
+    breakpoints: tuple[str, ...]
+    order: str
+    read: float
+    write: float
+    price_model: str | None
+
+
+def profile(name: str, overrides: Mapping[str, object] | None = None) -> CacheProfile:
     """The built-in profile ``name`` with a model config's overrides for it (checked) applied."""
     if name not in PROFILES:
         raise ConfigError(f"cache profile {name!r}: must be one of {', '.join(PROFILES)}")
-    mine = dict((overrides or {}).get(name) or {})
+    mine = dict(cast(Mapping[str, object], (overrides or {}).get(name) or {}))
     if not mine:
         return PROFILES[name]
     check_overrides({name: mine}, f"cache_profiles.{name}")
     if "breakpoints" in mine:
-        mine["breakpoints"] = tuple(mine["breakpoints"])
-    return dataclasses.replace(PROFILES[name], **mine)
+        mine["breakpoints"] = tuple(cast(list[str], mine["breakpoints"]))  # checked: a list of breakpoints
+    return dataclasses.replace(PROFILES[name], **cast(ProfileOverrides, mine))  # each value checked above
 
 
 @dataclass(frozen=True)
@@ -199,8 +212,17 @@ def profile_prices(p: CacheProfile) -> ProfilePrices | None:
     )
 
 
+class PriceEntry(TypedDict, total=False):
+    """The fields of a price-map entry read here (USD per token; LiteLLM's map has more)."""
+
+    input_cost_per_token: float | None
+    output_cost_per_token: float | None
+    cache_read_input_token_cost: float | None
+    cache_creation_input_token_cost: float | None
+
+
 @functools.lru_cache(maxsize=1)
-def _bundled_map() -> dict[str, Any]:
+def _bundled_map() -> dict[str, object]:
     """LiteLLM's bundled price map, read from its wheel without importing LiteLLM (seconds saved per report)."""
     spec = importlib.util.find_spec("litellm")
     folders = list(spec.submodule_search_locations or []) if spec is not None else []
@@ -212,14 +234,14 @@ def _bundled_map() -> dict[str, Any]:
     return {}
 
 
-def _model_info(model: str) -> dict[str, Any] | None:
+def _model_info(model: str) -> PriceEntry | None:
     entry = _bundled_map().get(model)
     if isinstance(entry, dict) and entry.get("input_cost_per_token") is not None:
-        return entry
+        return cast(PriceEntry, entry)
     from surfbench.bench.models.litellm_setup import litellm_module  # names the map spells otherwise
 
     try:
-        info: dict[str, Any] = dict(litellm_module().get_model_info(model))
+        info = cast(PriceEntry, dict(litellm_module().get_model_info(model)))
     except Exception:  # LiteLLM raises a bare Exception for an unmapped model
         return None
     return info
@@ -232,19 +254,19 @@ def multipliers(p: CacheProfile, prices: ProfilePrices | None) -> tuple[float, f
     return prices.read_ratio, prices.write_ratio
 
 
-def _count(block: Mapping[str, Any], *path: str) -> int | None:
+def _count(block: Mapping[str, object], *path: str) -> int | None:
     value: Any = block
     for key in path:
         value = value.get(key) if isinstance(value, Mapping) else None
     return int(value) if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _inner(block: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def _inner(block: Mapping[str, object], key: str) -> Mapping[str, object]:
     value = block.get(key)
     return value if isinstance(value, Mapping) else block
 
 
-def usage_split(usage: Mapping[str, Any]) -> tuple[int, int, int]:
+def usage_split(usage: Mapping[str, object]) -> tuple[int, int, int]:
     """``(served, written, computed)`` prompt tokens of one response's usage block, in the provider's own fields.
 
     - Anthropic (Messages API ``usage``): ``cache_read_input_tokens``, ``cache_creation_input_tokens``,

@@ -23,9 +23,10 @@ import email.utils
 import random
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import asdict, fields, replace
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from types import ModuleType
+from typing import Any, Protocol, Required, TypedDict, cast
 
 import httpx
 
@@ -33,6 +34,7 @@ from surfbench.bench.base.concurrency import EndpointGate, EndpointRing, park
 from surfbench.bench.base.secrets import redact
 from surfbench.bench.catalog.wire import compact_json
 from surfbench.bench.models.cache import ResponseCache, request_hash
+from surfbench.bench.models.cached_turns import CachedTurn, turn_from_json, turn_to_json
 from surfbench.bench.models.cost import call_cost, call_usage, prices
 from surfbench.bench.models.litellm_setup import CAPTURE, litellm_module
 from surfbench.bench.models.parsing import turn_from_output
@@ -41,7 +43,7 @@ from surfbench.bench.models.prompting import prompted_messages
 from surfbench.bench.models.repeats import dedupe_calls
 from surfbench.bench.models.server_slots import PinnedClient, SlotPool
 from surfbench.bench.models.streaming import StreamHTTPError, stream_completion, wire_body
-from surfbench.bench.models.types import ModelRequest, ModelTurn, ParsedCall, ParseFailure, Usage
+from surfbench.bench.models.types import ModelRequest, ModelTurn, Usage
 
 
 class ModelError(RuntimeError):
@@ -106,6 +108,37 @@ def retry_after_s(exc: BaseException) -> float | None:
     except ValueError:
         when = email.utils.parsedate_to_datetime(str(value)) if str(value).strip() else None
         return None if when is None else max(when.timestamp() - time.time(), 0.0)
+
+
+class _Message(Protocol):
+    @property
+    def content(self) -> str | None: ...
+
+
+class _Choice(Protocol):
+    @property
+    def message(self) -> _Message: ...
+
+
+class _Response(Protocol):
+    """What :meth:`LiteLLMClient._turn` reads of a LiteLLM response besides the fields it looks up by name."""
+
+    @property
+    def choices(self) -> Sequence[_Choice]: ...
+
+
+class WirePayload(TypedDict, total=False):
+    """What is sent to the model (and hashed into the cache key): :meth:`LiteLLMClient.wire_payload`."""
+
+    model: Required[str]
+    messages: Required[list[dict[str, object]]]
+    """OpenAI-format chat messages (prompted mode: rendered to text turns)."""
+    temperature: Required[float]
+    max_tokens: int
+    seed: int
+    repeat_penalty: float
+    tools: list[dict[str, object]]
+    """OpenAI-format tool specs (native mode only)."""
 
 
 class LiteLLMClient:
@@ -178,11 +211,11 @@ class LiteLLMClient:
         return PinnedClient(self, slot)
 
     # -- request building ---------------------------------------------------------------------
-    def wire_payload(self, req: ModelRequest) -> dict[str, Any]:
+    def wire_payload(self, req: ModelRequest) -> WirePayload:
         """What is sent (and hashed): messages and tools as the calling mode renders them."""
         if req.mode == "prompted":
             messages = prompted_messages(req.messages, req.tools, req.prompt_format)
-            tools: list[dict[str, Any]] = []
+            tools: list[dict[str, object]] = []
         else:
             messages = list(req.messages)
             tools = [
@@ -194,7 +227,7 @@ class LiteLLMClient:
             ]
             if tools and self.cache_control == "tools":  # Anthropic caches everything up to this breakpoint
                 tools[-1] = {**tools[-1], "cache_control": {"type": "ephemeral"}}
-        payload: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": req.temperature}
+        payload: WirePayload = {"model": self.model, "messages": messages, "temperature": req.temperature}
         payload["max_tokens"] = req.max_tokens
         if req.seed is not None:
             payload["seed"] = req.seed
@@ -217,15 +250,15 @@ class LiteLLMClient:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                return _turn_from_json(hit, cache_hit=True, key=key)
+                return turn_from_json(cast(CachedTurn, hit), cache_hit=True, key=key)
         turn = self._call_with_retries(payload, key, slot, stop)
         if self.cache is not None:
             with self._lock:  # two episodes may send the same request at once; one writes the entry
-                self.cache.put(key, _turn_to_json(turn))
+                self.cache.put(key, turn_to_json(turn))
         return turn
 
     def _call_with_retries(
-        self, payload: dict[str, Any], key: str, slot: int | None = None, stop: int | None = None
+        self, payload: WirePayload, key: str, slot: int | None = None, stop: int | None = None
     ) -> ModelTurn:
         with self._lock:
             if self._start is not None:  # a local server starts on the first request the cache cannot answer
@@ -317,7 +350,7 @@ class LiteLLMClient:
             self.rate_limit_waits += 1
         park(delay)  # an episode in a pool gives its slot to a queued one while it waits
 
-    def _call_once(self, litellm: Any, payload: dict[str, Any], key: str, slot: int | None = None) -> ModelTurn:
+    def _call_once(self, litellm: ModuleType, payload: WirePayload, key: str, slot: int | None = None) -> ModelTurn:
         kwargs = dict(payload)
         extra = {"repeat_penalty": kwargs.pop("repeat_penalty")} if "repeat_penalty" in kwargs else {}
         if slot is not None:  # llama-server's own body field; LiteLLM passes extra_body through as is
@@ -346,7 +379,7 @@ class LiteLLMClient:
             request_bytes, source = len(compact_json(payload).encode("utf-8")), "estimated"
         return self._turn(litellm, response, latency, request_bytes, source, key, slot)
 
-    def _stream_once(self, payload: dict[str, Any], key: str, slot: int | None, stop: int) -> ModelTurn:
+    def _stream_once(self, payload: WirePayload, key: str, slot: int | None, stop: int) -> ModelTurn:
         """One streamed call, cut at the ``stop``-th copy of one complete call (bench.models.streaming)."""
         extra = {"repeat_penalty": payload["repeat_penalty"]} if "repeat_penalty" in payload else {}
         if slot is not None:
@@ -385,8 +418,8 @@ class LiteLLMClient:
 
     def _turn(
         self,
-        litellm: Any,
-        response: Any,
+        litellm: ModuleType,
+        response: _Response,
         latency: float,
         request_bytes: int,
         source: str,
@@ -416,11 +449,11 @@ class LiteLLMClient:
         )
 
 
-def _count(value: Any) -> int | None:
+def _count(value: object) -> int | None:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def llama_server_counts(response: Any) -> tuple[int | None, int | None, int | None]:
+def llama_server_counts(response: object) -> tuple[int | None, int | None, int | None]:
     """``(cache_n, prompt_n, id_slot)`` a llama-server response reports, each None where it says nothing.
 
     ``timings`` (``cache_n``: prompt tokens taken from the slot's KV cache; ``prompt_n``: computed) is in every
@@ -428,7 +461,7 @@ def llama_server_counts(response: Any) -> tuple[int | None, int | None, int | No
     LiteLLM keeps a response's extra top-level fields as attributes.
     """
 
-    def get(obj: Any, name: str) -> Any:
+    def get(obj: object, name: str) -> object:
         return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
     timings = get(response, "timings")
@@ -456,31 +489,3 @@ def _in_chain(exc: BaseException, text: str, class_part: str | None = None) -> b
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:300] if text else ""
-
-
-def _turn_to_json(turn: ModelTurn) -> dict[str, Any]:
-    data = asdict(turn)
-    data.pop("cache_hit", None)
-    return data
-
-
-_USAGE_FIELDS = frozenset(f.name for f in fields(Usage))
-"""What a cache entry's usage may hold (an entry from a later version may hold more: left out, never an error)."""
-
-
-def _turn_from_json(data: dict[str, Any], cache_hit: bool, key: str) -> ModelTurn:
-    return ModelTurn(
-        text=data.get("text", ""),
-        tool_calls=tuple(ParsedCall(**c) for c in data.get("tool_calls", [])),
-        parse_failures=tuple(ParseFailure(**f) for f in data.get("parse_failures", [])),
-        parse_format=data.get("parse_format"),
-        usage=Usage(**{k: v for k, v in data.get("usage", {}).items() if k in _USAGE_FIELDS}),
-        request_bytes=data.get("request_bytes", 0),
-        request_bytes_source=data.get("request_bytes_source", "wire"),
-        latency_s=data.get("latency_s", 0.0),
-        cost_usd=data.get("cost_usd", 0.0),
-        finish_reason=data.get("finish_reason"),
-        cache_hit=cache_hit,
-        request_hash=key,
-        slot=data.get("slot"),
-    )

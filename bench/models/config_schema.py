@@ -18,17 +18,27 @@ import dataclasses
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, TypeVar, cast
 
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.base.validation import json_type_name
 from surfbench.bench.contracts import plugins
 
-Where = Callable[[str, Any], str]
+Where = Callable[[str, object], str]
 """``(field, value) -> "configs/model/m.yaml: max_tokens='abc'"`` or ``"model.max_tokens=abc"``."""
+T = TypeVar("T")
 
 
-def ranged(default: Any, low: float, high: float | None, null: str = "") -> Any:
+class FieldMeta(TypedDict, total=False):
+    """A field's metadata, as :func:`ranged`, :func:`one_of` and :func:`registered` write it."""
+
+    range: tuple[float, float | None]
+    choices: tuple[str, ...]
+    null: str
+    registry: str
+
+
+def ranged(default: T, low: float, high: float | None, null: str = "") -> T:
     """A dataclass field whose number must lie in ``[low, high]`` (``high`` None: no upper bound).
 
     ``null``: what null means, for a field that may be null (``"no budget"``).
@@ -36,12 +46,12 @@ def ranged(default: Any, low: float, high: float | None, null: str = "") -> Any:
     return dataclasses.field(default=default, metadata={"range": (low, high), "null": null})
 
 
-def one_of(default: Any, choices: Sequence[str], null: str = "") -> Any:
+def one_of(default: T, choices: Sequence[str], null: str = "") -> T:
     """A dataclass field whose text must be one of ``choices``."""
     return dataclasses.field(default=default, metadata={"choices": tuple(choices), "null": null})
 
 
-def registered(default: str, kind: str) -> Any:
+def registered(default: str, kind: str) -> str:
     """A dataclass field whose text must name a plugin of ``kind`` (bench.contracts.plugins: ``providers``)."""
     return dataclasses.field(default=default, metadata={"registry": kind})
 
@@ -50,7 +60,7 @@ def _number(value: float) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:g}"
 
 
-def _allowed(base: Any, meta: Mapping[str, Any]) -> str:
+def _allowed(base: object, meta: FieldMeta) -> str:
     """What a field accepts, in words: ``a whole number, 1 or more and at most 256``, ``one of gguf, ...``."""
     origin = typing.get_origin(base) or base
     if origin is typing.Literal:
@@ -58,9 +68,14 @@ def _allowed(base: Any, meta: Mapping[str, Any]) -> str:
     if "choices" in meta:
         return "one of " + ", ".join(meta["choices"])
     low, high = meta.get("range", (None, None))
-    kind = {int: "a whole number", float: "a number", str: "text", dict: "a mapping", bool: "true or false"}.get(
-        origin, str(origin)
-    )
+    kinds: dict[object, str] = {
+        int: "a whole number",
+        float: "a number",
+        str: "text",
+        dict: "a mapping",
+        bool: "true or false",
+    }
+    kind = kinds.get(origin, str(origin))
     if low is None:
         return kind
     if high is None:
@@ -70,7 +85,7 @@ def _allowed(base: Any, meta: Mapping[str, Any]) -> str:
     return f"{kind} from {_number(low)} to {_number(high)}"
 
 
-def _base(hint: Any) -> tuple[Any, bool]:
+def _base(hint: object) -> tuple[object, bool]:
     """(the annotation without ``None``, whether ``None`` is allowed)."""
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
         args = [a for a in typing.get_args(hint) if a is not type(None)]
@@ -78,13 +93,13 @@ def _base(hint: Any) -> tuple[Any, bool]:
     return hint, False
 
 
-def _kind(base: Any) -> Any:
+def _kind(base: object) -> type:
     """The Python type a field's values have: ``str`` for a ``Literal`` of texts, ``dict`` for ``dict[str, Any]``."""
     origin = typing.get_origin(base) or base
-    return str if origin is typing.Literal else origin
+    return str if origin is typing.Literal else cast(type, origin)  # a dataclass field's annotation
 
 
-def _fits(base: Any, meta: Mapping[str, Any], value: Any) -> tuple[bool, Any]:
+def _fits(base: object, meta: FieldMeta, value: object) -> tuple[bool, object]:
     """(whether ``value`` is of the field's type and in its range, the value as the config keeps it)."""
     kind = _kind(base)
     if kind is bool:  # true or false, not 1 or "yes"
@@ -116,7 +131,7 @@ def checked(schema: type, data: Mapping[str, Any], where: Where) -> dict[str, An
         if key not in fields:
             continue
         base, nullable = _base(hints[key])
-        meta = fields[key].metadata
+        meta = cast(FieldMeta, fields[key].metadata)
         if value is None and _kind(base) is dict:
             out[key] = {}  # `limits:` with nothing under it: no limits declared
             continue

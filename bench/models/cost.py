@@ -18,7 +18,6 @@ completion tokens at the output price. Prices come from the map LiteLLM ships wi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -45,11 +44,11 @@ class Prices:
     cache_write: float
 
 
-def _int(value: Any) -> int | None:
+def _int(value: object) -> int | None:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _get(obj: Any, name: str) -> Any:
+def _get(obj: object, name: str) -> object:
     if obj is None:
         return None
     if isinstance(obj, dict):
@@ -57,7 +56,7 @@ def _get(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
-def call_usage(usage: Any) -> CallUsage:
+def call_usage(usage: object) -> CallUsage:
     """The usage of a LiteLLM response (object or dict), cache reads and writes found per provider."""
     details = _get(usage, "prompt_tokens_details")
     read = _int(_get(details, "cached_tokens"))

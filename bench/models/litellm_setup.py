@@ -9,7 +9,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import httpx
 
 CAPTURE = threading.local()
 """Per thread: ``CAPTURE.sink``, a list the hook appends each request body's length to (-1: unknown)."""
@@ -17,7 +21,7 @@ _LITELLM: Any = None
 _LOCK = threading.Lock()
 
 
-def _capture_request(request: Any) -> None:
+def _capture_request(request: httpx.Request) -> None:
     sink = getattr(CAPTURE, "sink", None)
     if sink is not None:
         try:
@@ -26,7 +30,7 @@ def _capture_request(request: Any) -> None:
             sink.append(-1)
 
 
-def litellm_module() -> Any:
+def litellm_module() -> ModuleType:
     """Import LiteLLM once, offline: local price map, httpx hook for request bytes."""
     global _LITELLM
     with _LOCK:

@@ -12,11 +12,11 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, TypeVar, Unpack, cast
 
 from surfbench.bench.base.secrets import redact, redact_value
 from surfbench.bench.catalog.wire import valid_utf8
-from surfbench.bench.models.types import ModelTurn, ParsedCall, ParseFailure
+from surfbench.bench.models.types import ModelTurn, ParsedCall, ParseFailure, Usage
 
 MAX_TEXT = 200_000  # characters scanned; a runaway generation is cut, not parsed forever
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
@@ -24,6 +24,25 @@ _FENCE = re.compile(r"```[ \t]*(json|tool_call|tool_code|JSON)?[ \t]*\n?(.*?)(?:
 _NAME_KEYS = ("name", "tool", "tool_name", "function_name")
 _CALL_START = re.compile(r'\{\s*"(?:name|tool|tool_name|function_name|function)"\s*:')
 _ARG_KEYS = ("arguments", "parameters", "args", "input", "params")
+
+
+T = TypeVar("T")
+NativeCall = tuple[object, object, object]
+"""A native tool call as a response gives it: ``(name, arguments, id)``, each as the provider sent it."""
+
+
+class TurnFields(TypedDict, total=False):
+    """The fields of a :class:`ModelTurn` besides what its text and calls give (:func:`turn_from_output`)."""
+
+    usage: Usage
+    request_bytes: int
+    request_bytes_source: str
+    latency_s: float
+    cost_usd: float
+    finish_reason: str | None
+    cache_hit: bool
+    request_hash: str
+    slot: int | None
 
 
 @dataclass(frozen=True)
@@ -37,7 +56,7 @@ def _snippet(text: str) -> str:
     return text[:200]
 
 
-def _loads(text: str) -> Any:
+def _loads(text: str) -> object:
     try:
         return json.loads(text)
     except RecursionError:
@@ -72,16 +91,15 @@ def _close_brackets(text: str) -> str | None:
     return text.strip() + "".join(reversed(stack))
 
 
-def normalise_call(obj: Any, source: str, index: int) -> ParsedCall | ParseFailure:
+def normalise_call(obj: object, source: str, index: int) -> ParsedCall | ParseFailure:
     """Turn one JSON value into a call: ``{"name", "arguments"}`` and its common variants."""
     if not isinstance(obj, dict):
         return ParseFailure(source, f"expected an object, got {type(obj).__name__}", _snippet(json.dumps(obj)[:200]))
-    if isinstance(obj.get("function"), dict):
-        obj = obj["function"]
-    name = next((obj[k] for k in _NAME_KEYS if isinstance(obj.get(k), str)), None)
+    call: dict[str, object] = obj["function"] if isinstance(obj.get("function"), dict) else obj
+    name = next((v for k in _NAME_KEYS if isinstance(v := call.get(k), str)), None)
     if not name or not name.strip():
-        return ParseFailure(source, "no tool name", _snippet(json.dumps(obj, ensure_ascii=False)))
-    args: Any = next((obj[k] for k in _ARG_KEYS if k in obj), {})
+        return ParseFailure(source, "no tool name", _snippet(json.dumps(call, ensure_ascii=False)))
+    args: Any = next((call[k] for k in _ARG_KEYS if k in call), {})
     error = None
     if isinstance(args, str):
         try:
@@ -91,7 +109,7 @@ def normalise_call(obj: Any, source: str, index: int) -> ParsedCall | ParseFailu
     return ParsedCall(name=name.strip(), arguments=args, id=f"call_{index}", source=source, arguments_error=error)
 
 
-def parse_native_calls(items: Iterable[tuple[Any, Any, Any]]) -> tuple[list[ParsedCall], list[ParseFailure]]:
+def parse_native_calls(items: Iterable[NativeCall]) -> tuple[list[ParsedCall], list[ParseFailure]]:
     """Calls from a response's ``tool_calls`` field, given as ``(name, arguments, id)`` triples.
 
     Providers send arguments as a JSON string (sometimes already an object); nothing a model writes
@@ -119,22 +137,22 @@ def parse_native_calls(items: Iterable[tuple[Any, Any, Any]]) -> tuple[list[Pars
     return calls, failures
 
 
-def clean(value: Any) -> Any:
+def clean(value: T) -> T:
     """Model output made valid Unicode: lone surrogates (bytes no decoder could read) become U+FFFD.
 
     Applied where output enters the harness, so that history, tables, transcripts and the next request
     can always be encoded; dicts and lists are cleaned throughout.
     """
     if isinstance(value, str):
-        return valid_utf8(value)
+        return cast(T, valid_utf8(value))
     if isinstance(value, dict):
-        return {clean(k): clean(v) for k, v in value.items()}
+        return cast(T, {clean(k): clean(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
-        return type(value)(clean(v) for v in value)
+        return cast(T, type(value)(clean(v) for v in value))
     return value
 
 
-def parse_turn(text: str, native: Iterable[tuple[Any, Any, Any]] = ()) -> TextParse:
+def parse_turn(text: str, native: Iterable[NativeCall] = ()) -> TextParse:
     """Everything a response holds: native calls first; only without any, calls written in the text.
 
     ``text`` must already be :func:`clean`; native calls are cleaned here.
@@ -146,7 +164,7 @@ def parse_turn(text: str, native: Iterable[tuple[Any, Any, Any]] = ()) -> TextPa
     return TextParse(parsed.calls, tuple(failures) + parsed.failures, parsed.format)
 
 
-def turn_from_output(text: str | None, native: Iterable[tuple[Any, Any, Any]] = (), **fields: Any) -> ModelTurn:
+def turn_from_output(text: str | None, native: Iterable[NativeCall] = (), **fields: Unpack[TurnFields]) -> ModelTurn:
     """A :class:`ModelTurn` from a response's text and ``tool_calls`` (as ``(name, arguments, id)``)."""
     text = redact(clean(text if isinstance(text, str) else ""))
     parsed = parse_turn(text, redact_value(tuple(native)))
@@ -155,7 +173,7 @@ def turn_from_output(text: str | None, native: Iterable[tuple[Any, Any, Any]] = 
     )
 
 
-def _calls_from_value(value: Any, source: str, start: int) -> Iterator[ParsedCall | ParseFailure]:
+def _calls_from_value(value: object, source: str, start: int) -> Iterator[ParsedCall | ParseFailure]:
     items = value if isinstance(value, list) else [value]
     for i, item in enumerate(items):
         yield normalise_call(item, source, start + i)
@@ -177,7 +195,7 @@ def _collect(chunks: list[str], source: str) -> tuple[list[ParsedCall], list[Par
     return calls, failures
 
 
-def _bare_objects(text: str) -> Iterator[Any]:
+def _bare_objects(text: str) -> Iterator[object]:
     decoder = json.JSONDecoder()
     pos = text.find("{")
     while pos != -1:

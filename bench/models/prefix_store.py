@@ -22,9 +22,9 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 MIN_PROMPT = 1024
 """Prompt tokens a request must have for its slot to be worth saving."""
@@ -34,28 +34,29 @@ KEEP_FILES = 6
 (``full``, ``core``, ``dispatcher`` and a few more) fit, and the folder stays bounded (a 10k-token forge prefix is 126
 MB at 0.5B, about 290 MB at 1.5B); an older file is deleted when a new one is saved."""
 
-Post = Callable[[str, dict[str, Any], float], dict[str, Any]]
+Post = Callable[[str, Mapping[str, object], float], Mapping[str, object]]
 """``post(url, body, timeout_s)``: the server's JSON answer, or an exception."""
 
 
-def _post(url: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+def _post(url: str, body: Mapping[str, object], timeout_s: float) -> Mapping[str, object]:
     import httpx
 
     response = httpx.post(url, json=body, timeout=timeout_s)
     response.raise_for_status()
-    answer: dict[str, Any] = response.json()
+    answer: dict[str, object] = response.json()
     return answer
 
 
-def _task(payload: dict[str, Any]) -> str:
+def _task(payload: Mapping[str, object]) -> str:
     """The request's first user message: which task's conversation it is."""
-    first = next((m for m in payload.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"), {})
+    messages = cast(Iterable[object], payload.get("messages") or [])
+    first = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), {})
     return hashlib.sha256(json.dumps(first.get("content"), ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def prefix_key(model_identity: str, payload: dict[str, Any]) -> str:
+def prefix_key(model_identity: str, payload: Mapping[str, object]) -> str:
     """The file name for a request's stable part: the model, the tools, the system message (not the task)."""
-    messages = payload.get("messages") or []
+    messages = cast(Sequence[object], payload.get("messages") or [])
     system = [m for m in messages[:1] if isinstance(m, dict) and m.get("role") == "system"]
     text = json.dumps([model_identity, payload.get("tools"), system], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24] + SUFFIX
@@ -79,7 +80,7 @@ class PrefixStore:
         root = api_base.removesuffix("/").removesuffix("/v1")
         return f"{root}/slots/0?action={action}"
 
-    def before(self, api_base: str, payload: dict[str, Any]) -> None:
+    def before(self, api_base: str, payload: Mapping[str, object]) -> None:
         """Before a request: on a server not yet offered one, restore the file saved for this request's prefix."""
         if self._restored_for == api_base or self._failed:
             return
@@ -102,7 +103,7 @@ class PrefixStore:
             f"{time.monotonic() - t0:.1f} s: {self.folder / name}"
         )
 
-    def after(self, api_base: str, payload: dict[str, Any], prompt_tokens: int | None) -> None:
+    def after(self, api_base: str, payload: Mapping[str, object], prompt_tokens: int | None) -> None:
         """After a request of ``prompt_tokens``: save the slot if its stable part is shared, long and not saved."""
         if self._failed:
             return

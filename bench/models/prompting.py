@@ -7,8 +7,8 @@ results). For prompted mode that history is rendered to plain chat text here, in
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import cast
 
 from surfbench.bench.catalog.wire import HasToolFields, compact_json
 
@@ -56,8 +56,8 @@ def render_tools(tools: Sequence[HasToolFields], fmt: str) -> str:
     raise ValueError(f"unknown prompt format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
-def _call_text(call: dict[str, Any], fmt: str) -> str:
-    fn = call.get("function", {})
+def _call_text(call: Mapping[str, object], fmt: str) -> str:
+    fn = cast(Mapping[str, object], call.get("function", {}))
     args = fn.get("arguments", "{}")
     try:
         parsed = json.loads(args) if isinstance(args, str) else args
@@ -68,11 +68,11 @@ def _call_text(call: dict[str, Any], fmt: str) -> str:
 
 
 def prompted_messages(
-    messages: Sequence[dict[str, Any]], tools: Sequence[HasToolFields], fmt: str
-) -> list[dict[str, Any]]:
+    messages: Sequence[Mapping[str, object]], tools: Sequence[HasToolFields], fmt: str
+) -> list[dict[str, object]]:
     """Text-only chat: tools in the system prompt, calls and results as text turns."""
     tool_text = render_tools(tools, fmt) if tools else ""
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     system_done = False
     for msg in messages:
         role = msg.get("role")
@@ -81,13 +81,15 @@ def prompted_messages(
             out.append({"role": "system", "content": f"{content}\n\n{tool_text}".strip()})
             system_done = True
         elif role == "assistant" and msg.get("tool_calls"):
-            parts = [str(msg.get("content") or "").strip()] + [_call_text(c, fmt) for c in msg["tool_calls"]]
+            parts = [str(msg.get("content") or "").strip()] + [
+                _call_text(c, fmt) for c in cast(Iterable[Mapping[str, object]], msg["tool_calls"])
+            ]
             out.append({"role": "assistant", "content": "\n".join(p for p in parts if p)})
         elif role == "tool":
             result = str(msg.get("content") or "")
             text = f"<tool_response>\n{result}\n</tool_response>" if fmt == "hermes" else f"Tool result:\n{result}"
             if out and out[-1]["role"] == "user" and out[-1].get("_tool_results"):
-                out[-1]["content"] += "\n" + text
+                out[-1]["content"] = cast(str, out[-1]["content"]) + "\n" + text
             else:
                 out.append({"role": "user", "content": text, "_tool_results": True})
         else:  # text only: every message keeps a string content (templates read message.content)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from surfbench.bench.models.types import ParsedCall
 
@@ -64,7 +63,7 @@ def cut_at(text: str, k: int) -> int | None:
     return None
 
 
-def _arguments_key(arguments: Any) -> str:
+def _arguments_key(arguments: object) -> str:
     try:
         return json.dumps(arguments, sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError):

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from surfbench.bench.catalog.wire import compact_json
 from surfbench.bench.models.parsing import turn_from_output
 from surfbench.bench.models.types import ModelRequest, ModelTurn, ParsedCall, Usage
 
-Script = Sequence[ModelTurn | str | list[tuple[str, Any]] | Callable[[ModelRequest], ModelTurn]]
+if TYPE_CHECKING:
+    from surfbench.bench.catalog.catalog import Catalog
+    from surfbench.bench.catalog.wire import HasToolFields
+    from surfbench.bench.suites.expected import ExpectedCall
+
+Script = Sequence[ModelTurn | str | list[tuple[str, object]] | Callable[[ModelRequest], ModelTurn]]
 
 
-def call_turn(*calls: tuple[str, Any], text: str = "") -> ModelTurn:
+def call_turn(*calls: tuple[str, object], text: str = "") -> ModelTurn:
     """A turn with native tool calls: ``call_turn(("issue_get", {"number": 1}))``."""
     return ModelTurn(
         text=text, tool_calls=tuple(ParsedCall(name, args, id=f"call_{i}") for i, (name, args) in enumerate(calls))
@@ -120,7 +125,7 @@ class OracleClient:
                 return with_usage(call_turn((search, {"query": last_user})), request)
             return with_usage(text_turn("I cannot do that with these tools."), request)
 
-        def reference(e: Any) -> dict[str, Any]:
+        def reference(e: ExpectedCall) -> dict[str, object]:
             """The expected call's arguments; optional ones ("" accepted, not required) are left out."""
             if e.oracle_args is not None:
                 return dict(e.oracle_args)
@@ -141,24 +146,26 @@ class OracleClient:
             return with_usage(call_turn((exp.op, args)), request)
         if dispatcher:  # a pass-through parameter its tool takes (an instance) goes beside 'operation'
             tool = next(t for t in request.tools if t.name == dispatcher)
-            lifted = set(tool.parameters.get("properties", {})) - {"operation", "args"}
+            lifted = set(cast(Mapping[str, object], tool.parameters.get("properties", {}))) - {"operation", "args"}
             top = {k: args.pop(k) for k in list(args) if k in lifted}
             return with_usage(call_turn((dispatcher, {"operation": exp.op, "args": args, **top})), request)
         return with_usage(text_turn("I cannot do that with these tools."), request)
 
 
-def _shown(alternative: Any, names: set[str]) -> bool:
+def _shown(alternative: ExpectedCall, names: set[str]) -> bool:
     """Every call of the alternative is a tool shown."""
     return all(s.op in names for s in alternative.steps)
 
 
-def _is_search(tool: Any, catalog: Any) -> bool:
+def _is_search(tool: HasToolFields, catalog: Catalog) -> bool:
     """A meta tool that searches the catalog: not an operation, and its only argument is ``query``."""
     props = tool.parameters.get("properties") if isinstance(tool.parameters, dict) else None
     return tool.name not in catalog and isinstance(props, dict) and set(props) == {"query"}
 
 
-def _made(messages: Sequence[dict[str, Any]], dispatcher: str | None, search: str | None) -> tuple[list[str], bool]:
+def _made(
+    messages: Sequence[Mapping[str, object]], dispatcher: str | None, search: str | None
+) -> tuple[list[str], bool]:
     """The operations the conversation's calls named, and whether a search came after the last of them.
 
     In order; a dispatcher call counts as the operation it routes to; searches are left out.
@@ -168,14 +175,15 @@ def _made(messages: Sequence[dict[str, Any]], dispatcher: str | None, search: st
     made: list[str] = []
     searched = False
     for m in messages:
-        for call in (m.get("tool_calls") or []) if m["role"] == "assistant" else []:
-            name = call.get("function", {}).get("name")
+        for call in cast(list[Mapping[str, object]], m.get("tool_calls") or []) if m["role"] == "assistant" else []:
+            name = cast(Mapping[str, object], call.get("function", {})).get("name")
             if name == search:
                 searched = True
                 continue
             if name == dispatcher:
                 try:
-                    routed = json.loads(call["function"].get("arguments") or "{}")
+                    function = cast(Mapping[str, object], call["function"])
+                    routed = json.loads(cast(str, function.get("arguments") or "{}"))
                 except ValueError:
                     routed = {}
                 name = routed.get("operation", name) if isinstance(routed, dict) else name
@@ -184,13 +192,15 @@ def _made(messages: Sequence[dict[str, Any]], dispatcher: str | None, search: st
     return made, searched
 
 
-def _plan(expected: Sequence[Any], names: set[str], dispatch: bool, made: Sequence[str]) -> tuple[list[Any], Any]:
+def _plan(
+    expected: Sequence[ExpectedCall], names: set[str], dispatch: bool, made: Sequence[str]
+) -> tuple[list[tuple[ExpectedCall, int | None]], ExpectedCall | None]:
     """The calls to replay, each with its user turn, and the expected call none of whose alternatives is reachable.
 
     An expected call already started keeps the alternative its calls so far belong to; the next one takes the
     first alternative the surface can reach (every call a tool shown, or through the dispatcher).
     """
-    plan: list[tuple[Any, int | None]] = []
+    plan: list[tuple[ExpectedCall, int | None]] = []
     for exp in expected:
         so_far = list(made[len(plan) :])
         started = [

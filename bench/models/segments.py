@@ -39,8 +39,8 @@ def message_segment(message: Mapping[str, Any]) -> list[Any]:
 
 
 def request_segments(
-    system: str, tool_texts: Sequence[str], messages: Sequence[Mapping[str, Any]], tool_tokens: int | None = None
-) -> list[list[Any]]:
+    system: str, tool_texts: Sequence[str], messages: Sequence[Mapping[str, object]], tool_tokens: int | None = None
+) -> list[list[str | int]]:
     """The segments of one request: [part, digest, tokens] each.
 
     The system text, the tool block (when there are tools), then each message after the leading system message.
@@ -48,7 +48,7 @@ def request_segments(
     ``tool_texts``: each tool's wire text (bench.catalog.wire.tool_wire_text); ``tool_tokens``: their tokens if
     already counted.
     """
-    out: list[list[Any]] = [[SYSTEM, digest(system), text_tokens(system)]]
+    out: list[list[str | int]] = [[SYSTEM, digest(system), text_tokens(system)]]
     if tool_texts:
         block = "".join(tool_texts)
         out.append([TOOLS, digest(block), text_tokens(block) if tool_tokens is None else tool_tokens])

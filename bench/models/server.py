@@ -29,8 +29,8 @@ import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Any
+from types import FrameType, TracebackType
+from typing import IO
 
 from surfbench.bench.base.paths import cache_root
 from surfbench.bench.contracts.backend import ServerError as ServerError  # the local server's failures: a contract type
@@ -379,7 +379,7 @@ class Terminated(BaseException):
 def install_signal_handlers() -> None:
     """Turn SIGTERM into :class:`Terminated` (SIGINT already raises KeyboardInterrupt)."""
 
-    def on_term(signum: int, frame: Any) -> None:
+    def on_term(signum: int, frame: FrameType | None) -> None:
         raise Terminated(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, on_term)

@@ -120,13 +120,19 @@ def episode_slot(client: ModelClient, prefix: Prefix | None = None) -> Iterator[
         pool.give(slot, once)
 
 
+class SlotCapable(Protocol):
+    """A client that runs a request on a slot it is given (:class:`surfbench.bench.models.client.LiteLLMClient`)."""
+
+    def complete(self, request: ModelRequest, slot: int | None = None) -> ModelTurn: ...
+
+
 class PinnedClient:
     """One episode's view of a client: each request pinned to slot ``slot`` of its server.
 
     Everything but :meth:`complete` is the client's own (its gate, counters and cache are shared).
     """
 
-    def __init__(self, client: Any, slot: int) -> None:
+    def __init__(self, client: SlotCapable, slot: int) -> None:
         self.client = client
         self.slot = slot
 

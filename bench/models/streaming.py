@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx
 
@@ -51,11 +52,11 @@ class Streamed:
     """Native tool calls as ``(name, arguments, id)`` (assembled from the deltas)."""
 
 
-def _count(value: Any) -> int | None:
+def _count(value: object) -> int | None:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def wire_body(payload: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+def wire_body(payload: Mapping[str, object], extra: Mapping[str, object]) -> dict[str, object]:
     """The streamed request's JSON body: ``payload`` as LiteLLM would send it, streamed."""
     body = {k: v for k, v in payload.items() if k != "model"}
     model = str(payload.get("model") or "")
@@ -67,7 +68,7 @@ def wire_body(payload: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def stream_completion(
-    base: str, body: dict[str, Any], api_key: str | None, timeout_s: float, repeated_call: int
+    base: str, body: Mapping[str, object], api_key: str | None, timeout_s: float, repeated_call: int
 ) -> Streamed:
     """POST ``body`` to ``base``/chat/completions and read the answer until it ends or repeats a call.
 
@@ -79,7 +80,7 @@ def stream_completion(
         headers["Authorization"] = f"Bearer {api_key}"
     out = Streamed(request_bytes=len(data))
     parts: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}
+    calls: dict[int, _StreamCall] = {}
     started = time.perf_counter()
     with (
         httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 30.0))) as http,
@@ -123,7 +124,7 @@ def stream_completion(
     return out
 
 
-def _counts(out: Streamed, event: dict[str, Any]) -> None:
+def _counts(out: Streamed, event: Mapping[str, object]) -> None:
     usage = event.get("usage")
     if isinstance(usage, dict):
         out.prompt_tokens = _count(usage.get("prompt_tokens"))
@@ -139,7 +140,15 @@ def _counts(out: Streamed, event: dict[str, Any]) -> None:
                 out.prompt_tokens = out.server_prompt_n + (out.server_cache_n or 0)
 
 
-def _tool_delta(calls: dict[int, dict[str, Any]], tc: Any) -> None:
+class _StreamCall(TypedDict):
+    """One native call as its deltas are assembled: the name, arguments and id so far."""
+
+    name: str
+    arguments: str
+    id: str
+
+
+def _tool_delta(calls: dict[int, _StreamCall], tc: object) -> None:
     if not isinstance(tc, dict):
         return
     index: int = tc["index"] if isinstance(tc.get("index"), int) else len(calls)

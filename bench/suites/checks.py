@@ -77,7 +77,7 @@ import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from surfbench.bench.base.taxonomy import ErrorType
 from surfbench.bench.contracts import plugins
@@ -132,7 +132,7 @@ class Check(Protocol):
         ...
 
 
-def lookup(state: Any, path: Sequence[str]) -> tuple[bool, Any]:
+def lookup(state: object, path: Sequence[str]) -> tuple[bool, object]:
     """Follow a path of keys through nested mappings (and list indexes); (found, value)."""
     node = state
     for part in path:
@@ -145,7 +145,7 @@ def lookup(state: Any, path: Sequence[str]) -> tuple[bool, Any]:
     return True, node
 
 
-def check_state(check: StateCheck, state: Mapping[str, Any]) -> str | None:
+def check_state(check: StateCheck, state: Mapping[str, object]) -> str | None:
     """None when the check holds, else why not."""
     found, value = lookup(state, check.path)
     where = ".".join(check.path)
@@ -178,20 +178,20 @@ def check_state(check: StateCheck, state: Mapping[str, Any]) -> str | None:
     return None
 
 
-def check_answer(answer: Mapping[str, Any], text: str | None) -> str | None:
+def check_answer(answer: Mapping[str, object], text: str | None) -> str | None:
     """None when the final text satisfies the task's answer checks, else why not."""
     if not answer:
         return None
     if text is None:
         return "no final answer"
     low = " ".join(text.split()).casefold()
-    for needle in answer.get("contains", []) or []:
+    for needle in cast("list[object]", answer.get("contains", []) or []):  # lists: checked at load
         if str(needle).casefold() not in low:
             return f"answer lacks {needle!r}"
-    any_of = answer.get("any_of") or []
+    any_of = cast("list[object]", answer.get("any_of") or [])
     if any_of and not any(str(n).casefold() in low for n in any_of):
         return f"answer has none of {any_of!r}"
-    for needle in answer.get("not_contains", []) or []:
+    for needle in cast("list[object]", answer.get("not_contains", []) or []):
         if str(needle).casefold() in low:
             return f"answer contains {needle!r}"
     pattern = answer.get("regex")
@@ -215,7 +215,7 @@ def judged_on_results(task: Task) -> bool:
     return "read" in task.tags or ("write" not in task.tags and not task.state)
 
 
-def answer_in_results(answer: Mapping[str, Any], results: Sequence[str]) -> str:
+def answer_in_results(answer: Mapping[str, object], results: Sequence[str]) -> str:
     """The task's answer check applied to the text of the tool results: "" when they satisfy it, else why not.
 
     What ``surfbench check`` asks of a live server: can a model that reads these results give an answer
@@ -224,10 +224,10 @@ def answer_in_results(answer: Mapping[str, Any], results: Sequence[str]) -> str:
     """
     text = "\n".join(results)
     low = " ".join(text.split()).casefold()
-    missing = [str(n) for n in answer.get("contains") or [] if str(n).casefold() not in low]
+    missing = [str(n) for n in cast("list[object]", answer.get("contains") or []) if str(n).casefold() not in low]
     if missing:
         return f"never say {', '.join(map(repr, missing))}"
-    any_of = [str(n) for n in answer.get("any_of") or []]
+    any_of = [str(n) for n in cast("list[object]", answer.get("any_of") or [])]
     if any_of and not any(n.casefold() in low for n in any_of):
         return f"say none of {', '.join(map(repr, any_of))}"
     pattern = answer.get("regex")
@@ -348,7 +348,7 @@ class SuiteCheck:
         return normalise(out, self.name, self.spec)
 
 
-def normalise(out: Any, name: str, where: str) -> CheckResult:
+def normalise(out: object, name: str, where: str) -> CheckResult:
     """A suite check's return value as a CheckResult (see the module docstring); a failure gets an error type."""
     if isinstance(out, CheckResult):
         if out.passed not in (True, False, None):

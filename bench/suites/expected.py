@@ -165,7 +165,7 @@ class CallSequence(ExpectedCall):
         return f"({' and '.join(ops)}, any order)" if self.any_order else " then ".join(ops)
 
 
-def undeclared(schema: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+def undeclared(schema: Mapping[str, object], names: Sequence[str]) -> list[str]:
     """Argument names an operation's schema does not declare and does not let through.
 
     A schema without ``properties``, or whose ``additionalProperties`` allows more, declares no closed
@@ -179,7 +179,7 @@ def undeclared(schema: Mapping[str, Any], names: Sequence[str]) -> list[str]:
     return [n for n in names if n != "$extra" and n not in props]
 
 
-def call_from(data: Mapping[str, Any], keys: frozenset[str], at: str, turn: int | None = None) -> ExpectedCall:
+def call_from(data: Mapping[str, object], keys: frozenset[str], at: str, turn: int | None = None) -> ExpectedCall:
     """One expected call (or alternative) of a task file: ``op``, ``args`` matchers, ``oracle_args``."""
     no_unknown(data, keys, at)
     op = text(data, "op", at, required=True)
@@ -191,7 +191,7 @@ def call_from(data: Mapping[str, Any], keys: frozenset[str], at: str, turn: int 
     return ExpectedCall(str(op), args, None if oracle is None else dict(oracle), turn)
 
 
-def one_of_from(data: Mapping[str, Any], at: str, turn: int | None) -> OneOfCall:
+def one_of_from(data: Mapping[str, object], at: str, turn: int | None) -> OneOfCall:
     """An expected call written ``{one_of: [{op, args, oracle_args}, ...], turn}``, every field checked."""
     if "op" in data or "args" in data or "oracle_args" in data:
         _fail(at, "has both 'one_of' and op/args: put each alternative's op and args inside one_of")
@@ -215,7 +215,7 @@ def one_of_from(data: Mapping[str, Any], at: str, turn: int | None) -> OneOfCall
     return OneOfCall.of(tuple(alternatives), turn)
 
 
-def sequence_from(raw: list[Any] | Mapping[str, Any], at: str) -> CallSequence:
+def sequence_from(raw: object, at: str) -> CallSequence:
     """A sequence alternative: a list of calls (in order) or ``{calls: [...], any_order: true|false}``."""
     written, any_order = "", False
     if isinstance(raw, Mapping):

@@ -7,7 +7,7 @@ knows nothing about suites or tasks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any, NoReturn
@@ -34,11 +34,11 @@ def _fail(where: str, message: str) -> NoReturn:
     raise SuiteError(f"{where}: {message}")
 
 
-def _got(value: Any) -> str:
+def _got(value: object) -> str:
     return "nothing" if value is None else f"{json_type_name(value)} {short(value)}"
 
 
-def read_yaml(path: Path, kind: str = "suite file") -> Any:
+def read_yaml(path: Path, kind: str = "suite file") -> object:
     """Parse one YAML file; anything unreadable (missing, a folder, not UTF-8, bad syntax) is a SuiteError.
 
     ``kind`` (``suite file``, ``task file``) picks the size limit (bench/base/bounded.py); a file over it, a
@@ -64,7 +64,7 @@ def read_yaml(path: Path, kind: str = "suite file") -> Any:
         _fail(str(path), f"invalid YAML: {parse_problem(exc)}")
 
 
-def no_unknown(data: Mapping[Any, Any], allowed: AbstractSet[str], where: str) -> None:
+def no_unknown(data: Iterable[object], allowed: AbstractSet[str], where: str) -> None:
     """Refuse keys outside ``allowed``, with a did-you-mean."""
     unknown = sorted(str(k) for k in set(data) - allowed)
     if unknown:
@@ -73,7 +73,9 @@ def no_unknown(data: Mapping[Any, Any], allowed: AbstractSet[str], where: str) -
         _fail(where, f"unknown key {unknown[0]!r}{tip}; allowed: {', '.join(sorted(allowed))}")
 
 
-def text(data: Mapping[str, Any], key: str, where: str, *, required: bool = False, empty: bool = False) -> str | None:
+def text(
+    data: Mapping[str, object], key: str, where: str, *, required: bool = False, empty: bool = False
+) -> str | None:
     """A string field (None when absent); ``empty``: an empty string is allowed."""
     value = data.get(key)
     if value is None:
@@ -87,7 +89,7 @@ def text(data: Mapping[str, Any], key: str, where: str, *, required: bool = Fals
     return value
 
 
-def boolean(data: Mapping[str, Any], key: str, where: str) -> bool | None:
+def boolean(data: Mapping[str, object], key: str, where: str) -> bool | None:
     """A true/false field (None when absent): ``"yes"`` or ``1`` are errors, not truthy."""
     value = data.get(key)
     if value is not None and not isinstance(value, bool):
@@ -95,7 +97,7 @@ def boolean(data: Mapping[str, Any], key: str, where: str) -> bool | None:
     return value
 
 
-def mapping(data: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
+def mapping(data: Mapping[str, object], key: str, where: str) -> dict[str, object]:
     """A mapping field ({} when absent)."""
     value = data.get(key)
     if value is None:
@@ -105,7 +107,7 @@ def mapping(data: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
     return dict(value)
 
 
-def items(data: Mapping[str, Any], key: str, where: str) -> list[Any]:
+def items(data: Mapping[str, object], key: str, where: str) -> list[object]:
     """A list field ([] when absent)."""
     value = data.get(key)
     if value is None:
@@ -115,7 +117,7 @@ def items(data: Mapping[str, Any], key: str, where: str) -> list[Any]:
     return value
 
 
-def strings(data: Mapping[str, Any], key: str, where: str, *, one_ok: bool = False) -> list[str]:
+def strings(data: Mapping[str, object], key: str, where: str, *, one_ok: bool = False) -> list[str]:
     """A list of non-empty strings ([] when absent); ``one_ok``: a lone string is a list of one."""
     value = data.get(key)
     if one_ok and isinstance(value, str):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from surfbench.bench.base.bounded import turn_problem
 from surfbench.bench.base.validation import closest, json_problem, short
@@ -39,7 +38,7 @@ MAX_STEPS = 1000
 """Most model calls per episode (or per turn) a suite may ask for: far beyond any real task."""
 
 
-def steps(value: Any, where: str) -> int | None:
+def steps(value: object, where: str) -> int | None:
     """``max_steps``: a whole number from 1 to MAX_STEPS (None when absent)."""
     if value is None:
         return None
@@ -48,14 +47,14 @@ def steps(value: Any, where: str) -> int | None:
     return value
 
 
-def steps_per(value: Any, where: str) -> str:
+def steps_per(value: object, where: str) -> str:
     """``steps_per``: ``episode`` (the default) or ``turn``."""
     if value in (None, "episode", "turn"):
         return str(value or "episode")
     _fail(where, f"steps_per must be 'episode' or 'turn', got {_got(value)}")
 
 
-def backend_options(value: Any, where: str) -> dict[str, Any]:
+def backend_options(value: object, where: str) -> dict[str, object]:
     """``backend_options``: a mapping of keyword arguments for the backend class ({} when absent)."""
     if value is None:
         return {}
@@ -64,7 +63,7 @@ def backend_options(value: Any, where: str) -> dict[str, Any]:
     return dict(value)
 
 
-def error_types(value: Any, where: str) -> dict[str, str]:
+def error_types(value: object, where: str) -> dict[str, str]:
     """The suite's own error types: a list of names, or names mapped to what each means."""
     from surfbench.bench.base.taxonomy import CORE
 
@@ -83,7 +82,7 @@ def error_types(value: Any, where: str) -> dict[str, str]:
     return {str(k): str(v or "") for k, v in value.items()}
 
 
-def suite_tags(data: Mapping[str, Any], where: str) -> tuple[str, ...]:
+def suite_tags(data: Mapping[str, object], where: str) -> tuple[str, ...]:
     """The suite's own task tags: names beyond the core ones."""
     tags = strings(data, "tags", where)
     clash = sorted(set(tags) & CORE_TAGS)
@@ -94,7 +93,7 @@ def suite_tags(data: Mapping[str, Any], where: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(tags))
 
 
-def hook_specs(data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+def hook_specs(data: Mapping[str, object], key: str, where: str) -> tuple[str, ...]:
     """A list of hooks (``checks``), each named once: ``file.py:function``, or a registered name."""
     specs = strings(data, key, where)
     for i, spec in enumerate(specs):
@@ -107,7 +106,7 @@ def hook_specs(data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]
     return tuple(specs)
 
 
-def _mcp_catalog(value: Any, where: str) -> dict[str, Any] | None:
+def _mcp_catalog(value: object, where: str) -> dict[str, object] | None:
     """``catalog: {mcp: {...}, pinned: FILE}`` checked (bench/mcp/mcp_spec.py), or None for a file or class."""
     from surfbench.bench.mcp.mcp_spec import catalog_mapping
 
@@ -117,7 +116,7 @@ def _mcp_catalog(value: Any, where: str) -> dict[str, Any] | None:
         _fail(where, str(exc).removeprefix(f"{where}: "))
 
 
-def suite_file(data: Any, path: Path) -> SuiteFile:
+def suite_file(data: object, path: Path) -> SuiteFile:
     """suite.yaml's fields, checked (None or empty where absent).
 
     ``backend: none`` reads as None; ``catalog`` and ``tasks`` are required unless a ``loader`` builds them.
@@ -158,7 +157,7 @@ def suite_file(data: Any, path: Path) -> SuiteFile:
     return spec
 
 
-def turn_index(value: Any, turns: int, where: str) -> int | None:
+def turn_index(value: object, turns: int, where: str) -> int | None:
     """A user turn index (0-based) below ``turns``, or None when absent."""
     if value is None:
         return None
@@ -167,7 +166,7 @@ def turn_index(value: Any, turns: int, where: str) -> int | None:
     return value
 
 
-def _expected(row: Mapping[str, Any], turns: int, where: str) -> tuple[ExpectedCall, ...]:
+def _expected(row: Mapping[str, object], turns: int, where: str) -> tuple[ExpectedCall, ...]:
     calls: list[ExpectedCall] = []
     for i, call in enumerate(items(row, "expected", where)):
         at = f"{where}: expected[{i}]"
@@ -180,7 +179,7 @@ def _expected(row: Mapping[str, Any], turns: int, where: str) -> tuple[ExpectedC
     return tuple(calls)
 
 
-def _state_path(raw: Any, where: str) -> tuple[str, ...]:
+def _state_path(raw: object, where: str) -> tuple[str, ...]:
     if isinstance(raw, str):
         parts = raw.split(".")
     elif isinstance(raw, list) and raw and all(isinstance(p, str) or type(p) is int for p in raw):
@@ -192,7 +191,7 @@ def _state_path(raw: Any, where: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def _state(row: Mapping[str, Any], turns: int, where: str) -> tuple[StateCheck, ...]:
+def _state(row: Mapping[str, object], turns: int, where: str) -> tuple[StateCheck, ...]:
     checks = []
     for i, check in enumerate(items(row, "state", where)):
         at = f"{where}: state[{i}]"
@@ -223,7 +222,7 @@ def _state(row: Mapping[str, Any], turns: int, where: str) -> tuple[StateCheck, 
     return tuple(checks)
 
 
-def _answer(row: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _answer(row: Mapping[str, object], where: str) -> dict[str, object]:
     answer = mapping(row, "answer", where)
     at = f"{where}: answer"
     no_unknown(answer, ANSWER_KEYS, at)
@@ -241,7 +240,7 @@ def _answer(row: Mapping[str, Any], where: str) -> dict[str, Any]:
     return {k: v for k, v in answer.items() if v is not None}
 
 
-def _task_where(row: Any, path: Path, index: int) -> str:
+def _task_where(row: object, path: Path, index: int) -> tuple[str, Mapping[str, object]]:
     """``file: task 'id'`` for every message about the task, once its id and its keys are sound."""
     if not isinstance(row, Mapping):
         _fail(f"{path}: task #{index + 1}", f"expected a mapping (id, turns, ...), got {_got(row)}")
@@ -256,10 +255,10 @@ def _task_where(row: Any, path: Path, index: int) -> str:
     if problem:
         _fail(where, problem)
     no_unknown(row, TASK_KEYS, where)
-    return where
+    return where, row
 
 
-def _turns(row: Mapping[str, Any], where: str) -> tuple[str, ...]:
+def _turns(row: Mapping[str, object], where: str) -> tuple[str, ...]:
     turns = row.get("turns")
     if isinstance(turns, str):
         turns = [turns]
@@ -272,7 +271,7 @@ def _turns(row: Mapping[str, Any], where: str) -> tuple[str, ...]:
     return tuple(turns)
 
 
-def _choice(row: Mapping[str, Any], key: str, choices: Sequence[str], where: str) -> str:
+def _choice(row: Mapping[str, object], key: str, choices: Sequence[str], where: str) -> str:
     """A field that is one of ``choices`` (the first when absent)."""
     value = choices[0] if row.get(key) is None else row[key]
     if value not in choices:
@@ -281,7 +280,7 @@ def _choice(row: Mapping[str, Any], key: str, choices: Sequence[str], where: str
     return str(value)
 
 
-def _tags(row: Mapping[str, Any], known: frozenset[str], where: str) -> tuple[str, ...]:
+def _tags(row: Mapping[str, object], known: frozenset[str], where: str) -> tuple[str, ...]:
     """The task's tags, each a core tag or one its suite declares."""
     tags = strings(row, "tags", where)
     bad = [t for t in tags if t not in known]
@@ -296,9 +295,9 @@ def _tags(row: Mapping[str, Any], known: frozenset[str], where: str) -> tuple[st
     return tuple(tags)
 
 
-def task_from(row: Any, path: Path, index: int, suite_tags: Iterable[str] = ()) -> Task:
+def task_from(row: object, path: Path, index: int, suite_tags: Iterable[str] = ()) -> Task:
     """One task of a task file, every field checked; ``suite_tags``: the tags its suite declares."""
-    where = _task_where(row, path, index)
+    where, row = _task_where(row, path, index)
     turns = _turns(row, where)
     split = _choice(row, "split", SPLITS, where)
     tags = _tags(row, CORE_TAGS | frozenset(suite_tags), where)
@@ -308,7 +307,7 @@ def task_from(row: Any, path: Path, index: int, suite_tags: Iterable[str] = ()) 
     if refuse and expected:
         _fail(where, "a should-refuse task cannot have expected calls")
     return Task(
-        id=row["id"],
+        id=str(row["id"]),  # a non-empty string: _task_where checked it
         turns=turns,
         split=split,
         tags=tags,
@@ -330,7 +329,7 @@ def task_from(row: Any, path: Path, index: int, suite_tags: Iterable[str] = ()) 
 def check_against_catalog(
     where: str,
     calls: Sequence[ExpectedCall],
-    canned: Mapping[str, Any],
+    canned: Mapping[str, object],
     catalog: Catalog,
     *,
     args: bool,

@@ -14,7 +14,7 @@ import random
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TypedDict
 
 from surfbench.bench.catalog.catalog import Catalog, Operation
 from surfbench.bench.suites.suite_model import Suite
@@ -32,7 +32,14 @@ class GrowSetting:
     """Seed of the distractor draw."""
 
 
-def grow_setting(node: Any) -> GrowSetting:
+class GrowFields(TypedDict):
+    """The CellSpec fields a run's ``catalog`` setting gives (:func:`grow_fields`)."""
+
+    grow: int | None
+    grow_seed: int
+
+
+def grow_setting(node: object) -> GrowSetting:
     """``catalog`` as Hydra composed it (``catalog.grow=1024 catalog.seed=1``), checked.
 
     Raises:
@@ -53,7 +60,7 @@ def grow_setting(node: Any) -> GrowSetting:
     return GrowSetting(grow, seed)
 
 
-def grow_fields(node: Any) -> dict[str, Any]:
+def grow_fields(node: object) -> GrowFields:
     """The CellSpec fields (``grow``, ``grow_seed``) of a run's ``catalog`` setting, checked (ConfigError)."""
     from surfbench.bench.base.config import ConfigError
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from surfbench.bench.contracts.records import CallRecord, EpisodeTrace
 from surfbench.bench.suites.checks import CheckContext, CheckResult
@@ -36,9 +36,9 @@ class InstanceTally:
     """One line per call that reached another instance: ``issue_get on oss (task: work)``."""
 
 
-def wanted(task: Task, catalog: Catalog) -> dict[str, Any]:
+def wanted(task: Task, catalog: Catalog) -> dict[str, object]:
     """The value of each pass-through parameter the task wants: its ``meta``'s, else the schema's default."""
-    out = {}
+    out: dict[str, object] = {}
     for name, schema in catalog.passthrough.items():
         if name in task.meta:
             out[name] = task.meta[name]
@@ -47,7 +47,7 @@ def wanted(task: Task, catalog: Catalog) -> dict[str, Any]:
     return out
 
 
-def reached(call: CallRecord, name: str, catalog: Catalog) -> Any:
+def reached(call: CallRecord, name: str, catalog: Catalog) -> object:
     """The value of pass-through parameter ``name`` a call went with: its argument, else the schema's default."""
     args = call.arguments if isinstance(call.arguments, Mapping) else {}
     if name in args:

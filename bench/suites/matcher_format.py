@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TypeGuard, cast
 
 from surfbench.bench.base.validation import short
 from surfbench.bench.suites.fields import _fail, _got
@@ -18,7 +18,7 @@ from surfbench.bench.suites.matchers import is_operator
 MATCHER_OPERATORS = ("$any", "$regex", "$approx", "$set", "$list")
 
 
-def compile_regex(pattern: Any, where: str, flags: int = re.IGNORECASE) -> None:
+def compile_regex(pattern: object, where: str, flags: int = re.IGNORECASE) -> None:
     """Compile a pattern now, so a typo fails the load, not the first scored episode."""
     if not isinstance(pattern, str):
         _fail(where, f"a regular expression must be a string, got {_got(pattern)}")
@@ -28,11 +28,11 @@ def compile_regex(pattern: Any, where: str, flags: int = re.IGNORECASE) -> None:
         _fail(where, f"invalid regular expression {short(pattern)}: {exc}")
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _check_operator(matcher: Mapping[str, Any], where: str) -> None:
+def _check_operator(matcher: Mapping[str, object], where: str) -> None:
     """A ``{$op: operand}`` matcher: exactly one known operator, an operand of its type."""
     keys = set(matcher)
     unknown = sorted(keys - {*MATCHER_OPERATORS, "$tol"})
@@ -54,15 +54,15 @@ def _check_operator(matcher: Mapping[str, Any], where: str) -> None:
     elif op in ("$set", "$list") and not isinstance(operand, list):
         _fail(where, f"{op} must be a list, got {_got(operand)}")
     elif op == "$set":
-        for i, value in enumerate(operand):
+        for i, value in enumerate(cast("list[object]", operand)):  # a list: checked above
             if is_operator(value):
                 _fail(f"{where}.$set[{i}]", "$set takes values, not matchers (use $list for matchers in order)")
     elif op == "$list":
-        for i, sub in enumerate(operand):
+        for i, sub in enumerate(cast("list[object]", operand)):  # a list: checked above
             check_matcher(sub, f"{where}.$list[{i}]")
 
 
-def check_matcher(matcher: Any, where: str) -> None:
+def check_matcher(matcher: object, where: str) -> None:
     """One argument matcher (see bench.suites.matchers): known operators, their operands' types, regexes compiled."""
     if is_operator(matcher):
         _check_operator(matcher, where)
@@ -74,7 +74,7 @@ def check_matcher(matcher: Any, where: str) -> None:
                 check_matcher(choice, f"{where}[{i}]")
 
 
-def check_object_matcher(matchers: Mapping[str, Any], where: str) -> None:
+def check_object_matcher(matchers: Mapping[str, object], where: str) -> None:
     """An object matched key by key (a call's ``args``, or a nested object): ``$extra`` a boolean."""
     for key, matcher in matchers.items():
         if key == "$extra":

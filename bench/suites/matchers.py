@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeGuard, cast
 
 from surfbench.bench.base.taxonomy import ErrorType
 
@@ -34,13 +34,13 @@ class Mismatch:
     detail: str
 
 
-def norm(value: Any) -> Any:
+def norm(value: object) -> object:
     if isinstance(value, str):
         return " ".join(value.split()).casefold()
     return value
 
 
-def scalar_equal(expected: Any, actual: Any) -> bool:
+def scalar_equal(expected: object, actual: object) -> bool:
     if isinstance(expected, bool) or isinstance(actual, bool):
         return isinstance(expected, bool) and isinstance(actual, bool) and expected == actual
     if isinstance(expected, int | float) and isinstance(actual, int | float):
@@ -54,7 +54,7 @@ def scalar_equal(expected: Any, actual: Any) -> bool:
     return bool(expected == actual)
 
 
-def _type_of(value: Any) -> str:
+def _type_of(value: object) -> str:
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int | float):
@@ -62,24 +62,25 @@ def _type_of(value: Any) -> str:
     return type(value).__name__
 
 
-def is_operator(matcher: Any) -> bool:
+def is_operator(matcher: object) -> TypeGuard[Mapping[str, object]]:
+    """A mapping whose keys all start with ``$`` (``{$regex: ...}``): YAML's and JSON's keys, strings."""
     return isinstance(matcher, Mapping) and bool(matcher) and all(str(k).startswith("$") for k in matcher)
 
 
-def optional(matcher: Any) -> bool:
+def optional(matcher: object) -> bool:
     """True when the argument may be omitted."""
     if is_operator(matcher):
         return "$any" in matcher
     return isinstance(matcher, list) and any(v == "" for v in matcher)
 
 
-def match_value(matcher: Any, actual: Any, path: str = "") -> list[Mismatch]:
+def match_value(matcher: object, actual: object, path: str = "") -> list[Mismatch]:
     """Mismatches of ``actual`` against ``matcher`` (empty when it matches)."""
     if is_operator(matcher):
         return _match_operator(matcher, actual, path)
     if isinstance(matcher, Mapping):
         return match_object(matcher, actual, path)
-    choices = matcher if isinstance(matcher, list) else [matcher]
+    choices: list[object] = matcher if isinstance(matcher, list) else [matcher]
     if "" in choices and actual in ("", None):
         return []  # BFCL: "" means the argument may be omitted, and an empty value (or null) omits it
     choices = [c for c in choices if c != ""]
@@ -97,7 +98,8 @@ def match_value(matcher: Any, actual: Any, path: str = "") -> list[Mismatch]:
     return [Mismatch(path, error, f"got {actual!r}, expected one of {choices!r}")]
 
 
-def _match_operator(matcher: Mapping[str, Any], actual: Any, path: str) -> list[Mismatch]:
+def _match_operator(matcher: Mapping[str, object], actual: object, path: str) -> list[Mismatch]:
+    # the operands' types were checked at load (bench.suites.matcher_format): the casts only say so
     if "$any" in matcher:
         return []
     if "$regex" in matcher:
@@ -105,14 +107,14 @@ def _match_operator(matcher: Mapping[str, Any], actual: Any, path: str) -> list[
             return []
         return [Mismatch(path, ErrorType.WRONG_VALUE, f"{actual!r} does not match /{matcher['$regex']}/")]
     if "$approx" in matcher:
-        tol = float(matcher.get("$tol", 1e-6))
+        tol = float(cast("float", matcher.get("$tol", 1e-6)))
         if isinstance(actual, int | float) and not isinstance(actual, bool):
-            if abs(float(actual) - float(matcher["$approx"])) <= tol:
+            if abs(float(actual) - float(cast("float", matcher["$approx"]))) <= tol:
                 return []
             return [Mismatch(path, ErrorType.WRONG_VALUE, f"{actual!r} not within {tol} of {matcher['$approx']}")]
         return [Mismatch(path, ErrorType.TYPE_ERROR, f"expected a number, got {actual!r}")]
     if "$set" in matcher:
-        want = list(matcher["$set"])
+        want = list(cast("list[object]", matcher["$set"]))
         if not isinstance(actual, list):
             return [Mismatch(path, ErrorType.TYPE_ERROR, f"expected a list, got {actual!r}")]
         remaining = list(actual)
@@ -125,7 +127,7 @@ def _match_operator(matcher: Mapping[str, Any], actual: Any, path: str) -> list[
             return [Mismatch(path, ErrorType.WRONG_VALUE, f"{actual!r} has extra items {remaining!r}")]
         return []
     if "$list" in matcher:
-        items = list(matcher["$list"])
+        items = list(cast("list[object]", matcher["$list"]))
         if not isinstance(actual, list):
             return [Mismatch(path, ErrorType.TYPE_ERROR, f"expected a list, got {actual!r}")]
         if len(items) != len(actual):
@@ -137,7 +139,7 @@ def _match_operator(matcher: Mapping[str, Any], actual: Any, path: str) -> list[
     raise ValueError(f"unknown matcher operator(s) {sorted(matcher)} at {path or 'top level'}")
 
 
-def match_object(matchers: Mapping[str, Any], actual: Any, path: str = "") -> list[Mismatch]:
+def match_object(matchers: Mapping[str, object], actual: object, path: str = "") -> list[Mismatch]:
     """Match an argument object key by key: missing, wrong and extra arguments."""
     if not isinstance(actual, Mapping):
         return [Mismatch(path, ErrorType.TYPE_ERROR, f"expected an object, got {actual!r}")]
@@ -161,7 +163,7 @@ def match_object(matchers: Mapping[str, Any], actual: Any, path: str = "") -> li
     return out
 
 
-def example_value(matcher: Any) -> Any:
+def example_value(matcher: object) -> object:
     """A concrete value that satisfies ``matcher`` (for oracle replays); ``_MISSING`` when optional-only."""
     if is_operator(matcher):
         if "$any" in matcher:
@@ -169,9 +171,9 @@ def example_value(matcher: Any) -> Any:
         if "$approx" in matcher:
             return matcher["$approx"]
         if "$set" in matcher:
-            return list(matcher["$set"])
+            return list(cast("list[object]", matcher["$set"]))
         if "$list" in matcher:
-            return [example_value(m) for m in matcher["$list"]]
+            return [example_value(m) for m in cast("list[object]", matcher["$list"])]
         raise ValueError(f"matcher {dict(matcher)!r} has no example value: give oracle_args")
     if isinstance(matcher, Mapping):
         return example_args(matcher)
@@ -185,7 +187,7 @@ def example_value(matcher: Any) -> Any:
     return example_value(first) if isinstance(first, Mapping) else first
 
 
-def example_args(matchers: Mapping[str, Any]) -> dict[str, Any]:
+def example_args(matchers: Mapping[str, object]) -> dict[str, object]:
     out = {}
     for key, matcher in matchers.items():
         if key == "$extra":

@@ -148,7 +148,7 @@ class Policy:
                 if problem:
                     raise PolicyError(f"{where}: policy.{decision}[{i}]: {problem} (a selector is {SELECTORS})")
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """The policy as written in full (what the cell identity and run.json hold)."""
         return {"deny": list(self.deny), "ask": list(self.ask), "allow": list(self.allow), "user": self.user,
                 "default": self.fallback}  # fmt: skip
@@ -158,7 +158,7 @@ class Policy:
         return Enforcer(self, catalog)
 
 
-def _selectors(value: Any, key: str, where: str) -> tuple[str, ...]:
+def _selectors(value: object, key: str, where: str) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
@@ -177,7 +177,7 @@ def _selectors(value: Any, key: str, where: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     """An OmegaConf node (a run config) as plain containers; anything else as it is."""
     try:
         from omegaconf import OmegaConf
@@ -186,7 +186,7 @@ def _plain(value: Any) -> Any:
     return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
 
-def policy_mapping(value: Any, where: str) -> dict[str, Any]:
+def policy_mapping(value: object, where: str) -> dict[str, object]:
     """A policy as written (suite.yaml's or a run's), its keys and types checked; {} when absent."""
     value = _plain(value)
     if value is None:
@@ -199,7 +199,7 @@ def policy_mapping(value: Any, where: str) -> dict[str, Any]:
         near = closest(unknown[0], KEYS)
         tip = f"; did you mean {near[0]}?" if near else ""
         raise PolicyError(f"{where}: policy: unknown key(s) {unknown}{tip} (keys: {', '.join(KEYS)})")
-    out: dict[str, Any] = {key: _selectors(value[key], key, where) for key in LISTS if key in value}
+    out: dict[str, object] = {key: _selectors(value[key], key, where) for key in LISTS if key in value}
     for key, choices in (("user", USERS), ("default", DEFAULTS)):
         if key in value and value[key] is not None:
             if value[key] not in choices:
@@ -208,9 +208,9 @@ def policy_mapping(value: Any, where: str) -> dict[str, Any]:
     return out
 
 
-def make_policy(*layers: Mapping[str, Any]) -> Policy | None:
+def make_policy(*layers: Mapping[str, object]) -> Policy | None:
     """The policy of checked mappings (:func:`policy_mapping`), later ones replacing earlier keys; None if empty."""
-    merged: dict[str, Any] = {}
+    merged: dict[str, Any] = {}  # checked by policy_mapping: Policy's own fields, of their types
     for layer in layers:
         merged.update(layer)
     if not any(merged.get(key) for key in LISTS) and merged.get("default") in (None, "allow"):
@@ -218,7 +218,7 @@ def make_policy(*layers: Mapping[str, Any]) -> Policy | None:
     return Policy(**merged)
 
 
-def parse_policy(value: Any, where: str) -> Policy | None:
+def parse_policy(value: object, where: str) -> Policy | None:
     """A policy as written, checked (:func:`policy_mapping`); None when it denies and asks nothing."""
     return make_policy(policy_mapping(value, where))
 
@@ -226,7 +226,7 @@ def parse_policy(value: Any, where: str) -> Policy | None:
 RUN_WHERE = "policy (the run config: +policy.deny=[...])"
 
 
-def cell_policy(suite_layer: Mapping[str, Any], run_layer: Any, catalog: Catalog) -> Policy | None:
+def cell_policy(suite_layer: Mapping[str, object], run_layer: object, catalog: Catalog) -> Policy | None:
     """A cell's policy: the suite's (checked at load), then the run's keys over it; selectors checked on ``catalog``.
 
     Raises PolicyError naming the run's setting when it is malformed or names nothing.

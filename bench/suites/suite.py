@@ -12,12 +12,12 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from surfbench.bench.base.bounded import ReadRefused, read_text
 from surfbench.bench.base.secrets import register_text
 from surfbench.bench.base.validation import closest, parse_problem
-from surfbench.bench.catalog.catalog import CatalogError
+from surfbench.bench.catalog.catalog import Catalog, CatalogError
 from surfbench.bench.catalog.importers.common import exists
 from surfbench.bench.contracts import plugins
 from surfbench.bench.suites.checks import load_check
@@ -42,6 +42,34 @@ from surfbench.bench.suites.suite_model import (
     Task,
     load_hook,
 )
+
+if TYPE_CHECKING:
+    from surfbench.bench.mcp.suites import McpCatalogSpec
+
+
+class _SuiteFields(TypedDict, total=False):
+    """A :class:`Suite`'s fields, as suite.yaml (:func:`_from_file`) and its tasks or loader give them."""
+
+    name: str
+    folder: Path
+    catalog_spec: str
+    catalog_format: str | None
+    backend_spec: str | None
+    system_prompt: str
+    max_steps: int
+    tasks: list[Task]
+    description: str
+    classify_spec: str | None
+    steps_per: str
+    preset_catalog: Catalog | None
+    backend_options: dict[str, object]
+    error_types: dict[str, str]
+    tags: tuple[str, ...]
+    checks: tuple[str, ...]
+    mcp: McpCatalogSpec | None
+    policy: dict[str, object]
+    passthrough: tuple[str, ...] | None
+
 
 TAGS = CORE_TAGS
 """The core task tags (a suite may declare more in suite.yaml)."""
@@ -131,7 +159,8 @@ def load_suite(name_or_path: str) -> Suite:
     path = folder / "suite.yaml"
     spec = suite_file(read_yaml(path), path)
     parts = _generated(spec, folder, path, variant) if spec.loader else _written(spec, folder, path, variant)
-    suite = Suite(**{**_from_file(spec, folder, path), **parts})
+    fields: _SuiteFields = {**_from_file(spec, folder, path), **parts}
+    suite = Suite(**fields)
     # a loader's tasks are another benchmark's data, imported as it is: their argument names are not checked
     _check_loaded(suite, path, args=not spec.loader)
     suite.backend_settings()  # options the backend does not take: an error at load, naming them
@@ -140,7 +169,7 @@ def load_suite(name_or_path: str) -> Suite:
     return suite
 
 
-def _from_file(spec: SuiteFile, folder: Path, path: Path) -> dict[str, Any]:
+def _from_file(spec: SuiteFile, folder: Path, path: Path) -> _SuiteFields:
     """The Suite's fields as suite.yaml gives them (defaults filled in, hooks resolved)."""
     return {
         "name": spec.name or folder.name,
@@ -163,7 +192,7 @@ def _from_file(spec: SuiteFile, folder: Path, path: Path) -> dict[str, Any]:
     }
 
 
-def _mcp_spec(spec: SuiteFile, folder: Path, path: Path) -> Any:
+def _mcp_spec(spec: SuiteFile, folder: Path, path: Path) -> McpCatalogSpec | None:
     """The live MCP server a suite's catalog names (None for a file or a class); SuiteError when malformed."""
     if spec.catalog_mcp is None:
         if spec.backend == "mcp":
@@ -183,7 +212,7 @@ def _mcp_source(spec: SuiteFile, folder: Path, path: Path) -> str:
     return f"mcp:{found.server.label}" if found is not None else ""
 
 
-def _written(spec: SuiteFile, folder: Path, path: Path, variant: str | None) -> dict[str, Any]:
+def _written(spec: SuiteFile, folder: Path, path: Path, variant: str | None) -> _SuiteFields:
     """The tasks of a suite whose task files are listed in suite.yaml."""
     if variant is not None:
         raise SuiteError(f"{path}: suite {folder.name!r} has no variants (got {variant!r}); use suite={folder.name}")
@@ -198,7 +227,7 @@ def _written(spec: SuiteFile, folder: Path, path: Path, variant: str | None) -> 
     return {"tasks": tasks}
 
 
-def _generated(spec: SuiteFile, folder: Path, path: Path, variant: str | None) -> dict[str, Any]:
+def _generated(spec: SuiteFile, folder: Path, path: Path, variant: str | None) -> _SuiteFields:
     """What a loader function builds (from another benchmark's data), over suite.yaml's fields."""
     variants = spec.variants
     name = spec.name or folder.name
@@ -213,7 +242,7 @@ def _generated(spec: SuiteFile, folder: Path, path: Path, variant: str | None) -
     built = load_hook(loader, path, "loader")(variant, folder)
     if not built["tasks"]:
         raise SuiteError(f"{path}: loader {spec.loader!r} built no tasks for variant {variant!r}")
-    parts: dict[str, Any] = {
+    parts: _SuiteFields = {
         "name": f"{name}:{variant}",
         "catalog_spec": loader,
         "catalog_format": None,
@@ -258,7 +287,7 @@ def _check_loaded(suite: Suite, path: Path, *, args: bool) -> None:
         )
 
 
-def _rows(path: Path) -> Any:
+def _rows(path: Path) -> object:
     """The rows of a task file: JSON lines, or YAML (a list, or ``{tasks: [...]}``)."""
     if path.suffix != ".jsonl":
         rows = read_yaml(path, "task file")

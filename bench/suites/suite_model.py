@@ -91,6 +91,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
+from types import ModuleType
 from typing import Any, cast
 
 from surfbench.bench.base.validation import closest
@@ -267,7 +268,7 @@ STATE_KEYS = yaml_keys(StateCheck)
 ANSWER_KEYS = yaml_keys(AnswerCheck)
 
 
-def _option_problems(cls: Any, options: Mapping[str, Any]) -> dict[str, str]:
+def _option_problems(cls: Callable[..., object], options: Mapping[str, object]) -> dict[str, str]:
     """Each option whose value its backend's ``__init__`` annotation refuses -> why.
 
     pydantic, strict: "abc" is not an int; an ``Annotated[int, Field(ge=0)]`` there bounds it too. Options without
@@ -292,7 +293,7 @@ def _option_problems(cls: Any, options: Mapping[str, Any]) -> dict[str, str]:
     return problems
 
 
-def _mcp() -> Any:
+def _mcp() -> ModuleType:
     from surfbench.bench.mcp import suites  # the SDK loads only for a suite over a live server
 
     return suites
@@ -381,12 +382,12 @@ class Suite:
         """The task's own catalog, else the suite's."""
         return task.catalog if task.catalog is not None else self.catalog
 
-    def _backend_class(self) -> Any:
+    def _backend_class(self) -> Callable[..., Backend]:
         if self.backend_spec == "mcp":
             return _mcp().mcp_backend_class()
         return load_hook(str(self.backend_spec), self.folder / "suite.yaml", "backend")  # checked at load
 
-    def backend_settings(self, overrides: Mapping[str, Any] | None = None, judge: bool = False) -> dict[str, Any]:
+    def backend_settings(self, overrides: Mapping[str, object] | None = None, judge: bool = False) -> dict[str, object]:
         """The backend options an episode gets (suite.yaml's, then a run's overrides), checked.
 
         Raises SuiteError naming the option when the backend does not take it.
@@ -408,7 +409,7 @@ class Suite:
             raise SuiteError(f"backend_options.{name}={merged[name]!r}: {problem} (backend {self.backend_spec})")
         return merged
 
-    def new_backend(self, task: Task, options: Mapping[str, Any] | None = None) -> Backend:
+    def new_backend(self, task: Task, options: Mapping[str, object] | None = None) -> Backend:
         """A fresh backend for one episode, reset to the task's scenario (``options``: see backend_settings)."""
         if self.backend_spec is None:
             canned: Backend = CannedBackend(task.canned)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard, TypeVar, cast
 
 from surfbench.bench.base.validation import validate_args
 from surfbench.bench.catalog.catalog import Catalog, Operation
+from surfbench.bench.suites.expected import ExpectedCall
 from surfbench.bench.suites.matchers import example_args
 from surfbench.bench.suites.suite_model import Task
 from surfbench.bench.synth.synth_spec import Say, SynthPlan, SynthSpec, missing_slots, render
@@ -71,7 +72,9 @@ class Candidate:
         return "refuse" if self.refuse else self.plan.key
 
 
-def _resolve(value: Any, bundle: Mapping[str, Any], values: Mapping[str, list[Any]], rng: random.Random) -> Any:
+def _resolve(
+    value: object, bundle: Mapping[str, object], values: Mapping[str, Sequence[object]], rng: random.Random
+) -> object:
     """A template's argument value (see bench.synth.synth_spec): bundle field, named value, pick, reference."""
     if isinstance(value, str):
         if value.startswith("@"):
@@ -91,14 +94,14 @@ def _resolve(value: Any, bundle: Mapping[str, Any], values: Mapping[str, list[An
     return value
 
 
-def _drawn(value: Any) -> bool:
+def _drawn(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and value.startswith("@")
 
 
-def draft(op: Operation, explicit: Mapping[str, Any], bundle: Mapping[str, Any], spec: SynthSpec, world: World,
+def draft(op: Operation, explicit: Mapping[str, object], bundle: Mapping[str, object], spec: SynthSpec, world: World,
           rng: random.Random) -> Draft | str:  # fmt: skip
     """The call of ``op`` a phrasing makes over ``bundle``; else the name of an argument that has no value."""
-    args: dict[str, Any] = {}
+    args: dict[str, object] = {}
     drawn = {k: v[1:] for k, v in explicit.items() if _drawn(v)}
     for key, value in explicit.items():
         got = _resolve(value, bundle, spec.values, rng)
@@ -120,7 +123,7 @@ def draft(op: Operation, explicit: Mapping[str, Any], bundle: Mapping[str, Any],
     return Draft(op.name, args, frozenset(set(explicit) - set(op.required)), drawn)
 
 
-def slot_values(bundle: Mapping[str, Any], drafts: list[Draft]) -> dict[str, Any]:
+def slot_values(bundle: Mapping[str, object], drafts: list[Draft]) -> dict[str, object]:
     """What a phrasing's slots read: the calls' arguments (the first call's win), then the bundle's fields."""
     out = dict(bundle)
     for d in reversed(drafts):
@@ -132,7 +135,7 @@ def slot_values(bundle: Mapping[str, Any], drafts: list[Draft]) -> dict[str, Any
     return out
 
 
-def _has_ref(value: Any) -> bool:
+def _has_ref(value: object) -> bool:
     if isinstance(value, Ref):
         return True
     if isinstance(value, list):
@@ -142,9 +145,12 @@ def _has_ref(value: Any) -> bool:
     return False
 
 
-def _interleave(groups: list[list[Any]]) -> list[Any]:
+_T = TypeVar("_T")
+
+
+def _interleave(groups: list[list[_T]]) -> list[_T]:
     """One of each group in turn (each phrasing of an operation gets its turn before any gets a second)."""
-    out: list[Any] = []
+    out: list[_T] = []
     for i in range(max((len(g) for g in groups), default=0)):
         out += [g[i] for g in groups if i < len(g)]
     return out
@@ -153,7 +159,7 @@ def _interleave(groups: list[list[Any]]) -> list[Any]:
 def candidates(plan: SynthPlan, spec: SynthSpec, world: World, catalog: Catalog, seed: int) -> list[Candidate]:
     """Every candidate of ``plan`` (each phrasing over each bundle), in a seeded order, phrasings taking turns."""
     rng = random.Random(f"{seed}:{plan.key}")
-    pools: dict[str | None, list[dict[str, Any]]] = {}
+    pools: dict[str | None, list[dict[str, object]]] = {}
     groups = []
     for say in plan.says:
         pool = say.pool or plan.pool
@@ -250,7 +256,7 @@ def schema_problem(catalog: Catalog, drafts: Iterable[Draft]) -> str | None:
     return None
 
 
-def call_key(calls: Iterable[tuple[str, Mapping[str, Any]]], catalog: Catalog | None = None) -> str:
+def call_key(calls: Iterable[tuple[str, Mapping[str, object]]], catalog: Catalog | None = None) -> str:
     """The calls as the duplicate check compares them.
 
     Argument order, string case, the order of a list and an argument given its schema's default (the same
@@ -271,7 +277,7 @@ def call_key(calls: Iterable[tuple[str, Mapping[str, Any]]], catalog: Catalog | 
 _NO = object()
 
 
-def _low(value: Any) -> Any:
+def _low(value: object) -> object:
     if isinstance(value, str):
         return " ".join(value.casefold().split())
     if isinstance(value, list):
@@ -308,7 +314,7 @@ class Duplicates:
         return None
 
 
-def _reference(call: Any) -> dict[str, Any]:
+def _reference(call: ExpectedCall) -> dict[str, object]:
     try:
         return dict(call.oracle_args) if call.oracle_args is not None else example_args(call.args)
     except ValueError:
@@ -316,7 +322,7 @@ def _reference(call: Any) -> dict[str, Any]:
 
 
 # -- the task a kept candidate becomes -------------------------------------------------------------------
-def matcher(value: Any) -> Any:
+def matcher(value: object) -> object:
     """The matcher an expected argument gets: the value itself; a list in any order; objects key by key."""
     if isinstance(value, list):
         if all(isinstance(v, Mapping) for v in value) and value:
@@ -327,7 +333,7 @@ def matcher(value: Any) -> Any:
     return value
 
 
-def expected_call(op: Operation, args: Mapping[str, Any], judged_by_state: bool = False) -> dict[str, Any]:
+def expected_call(op: Operation, args: Mapping[str, object], judged_by_state: bool = False) -> dict[str, object]:
     """``{op, args[, oracle_args]}``: the given arguments as matchers.
 
     An optional argument left out may be omitted or given its default (any value for a number left to
@@ -337,7 +343,7 @@ def expected_call(op: Operation, args: Mapping[str, Any], judged_by_state: bool 
     whether the value did harm.
     """
     props = op.parameters.get("properties") or {}
-    matchers: dict[str, Any] = {}
+    matchers: dict[str, object] = {}
     for param, schema in props.items():
         if param in args:
             matchers[param] = matcher(args[param])
@@ -348,9 +354,10 @@ def expected_call(op: Operation, args: Mapping[str, Any], judged_by_state: bool 
                 matchers[param] = [schema["default"], ""]
     for param in args:
         matchers.setdefault(param, matcher(args[param]))
-    row: dict[str, Any] = {"op": op.name, "args": matchers}
+    row: dict[str, object] = {"op": op.name, "args": matchers}
     reference = {k: v for k, v in example_args(matchers).items()
-                 if k in op.required or not (isinstance(matchers.get(k), list) and "" in matchers[k])}  # fmt: skip
+                 if k in op.required
+                 or not (isinstance(matchers.get(k), list) and "" in cast("list[object]", matchers[k]))}  # fmt: skip
     if json.dumps(reference, sort_keys=True, default=str) != json.dumps(dict(args), sort_keys=True, default=str):
         row["oracle_args"] = dict(args)
     return row
@@ -371,17 +378,17 @@ def tags(catalog: Catalog, ops: list[str], refuse: bool) -> list[str]:
     return out
 
 
-def provenance(candidate: Candidate, seed: int) -> dict[str, Any]:
+def provenance(candidate: Candidate, seed: int) -> dict[str, object]:
     """What made the task: part of its content hash (bench.store.identity.task_hash reads ``meta``)."""
     return {"generator": GENERATOR, "seed": seed, "template": candidate.say.id, "writer": candidate.writer}
 
 
-def task_row(candidate: Candidate, catalog: Catalog, calls: list[tuple[str, dict[str, Any]]], seed: int,
-             state: list[dict[str, Any]] | None = None, answer: dict[str, Any] | None = None,
-             refusal_words: Iterable[str] = ()) -> dict[str, Any]:  # fmt: skip
+def task_row(candidate: Candidate, catalog: Catalog, calls: Sequence[tuple[str, Mapping[str, object]]], seed: int,
+             state: list[dict[str, object]] | None = None, answer: Mapping[str, object] | None = None,
+             refusal_words: Iterable[str] = ()) -> dict[str, object]:  # fmt: skip
     """The task file row of a candidate (``id`` is given when it is kept)."""
     ops = [op for op, _ in calls]
-    row: dict[str, Any] = {"id": "candidate", "split": "synth", "tags": tags(catalog, ops, candidate.refuse),
+    row: dict[str, object] = {"id": "candidate", "split": "synth", "tags": tags(catalog, ops, candidate.refuse),
                            "turns": [candidate.text]}  # fmt: skip
     if candidate.refuse:
         row["answer"] = {"any_of": list(refusal_words)}

@@ -20,8 +20,7 @@ removed relation joins: deleting them instead fails).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 from surfbench.bench.suites.checks import lookup
 from surfbench.bench.synth.synth_world import parse_result
@@ -43,14 +42,14 @@ MAX_ANSWER_CHARS = 40
 """A longer answer value is checked by its first words (what an answer that quotes it surely holds)."""
 
 
-def _path(keys: list[str]) -> Any:
+def _path(keys: list[str]) -> str | list[str]:
     return ".".join(keys) if not any("." in k for k in keys) else list(keys)
 
 
-def _flat_values(args: Iterable[Mapping[str, Any]]) -> tuple[set[str], dict[str, Any]]:
+def _flat_values(args: Iterable[Mapping[str, object]]) -> tuple[set[str], dict[str, object]]:
     texts: set[str] = set()
-    named: dict[str, Any] = {}
-    stack: list[Mapping[str, Any]] = list(args)
+    named: dict[str, object] = {}
+    stack: list[Mapping[str, object]] = list(args)
     while stack:
         for key, value in stack.pop(0).items():
             if isinstance(value, Mapping):
@@ -67,22 +66,22 @@ def _flat_values(args: Iterable[Mapping[str, Any]]) -> tuple[set[str], dict[str,
     return texts, named
 
 
-def state_checks(before: Any, after: Any, args: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def state_checks(before: object, after: object, args: Iterable[Mapping[str, object]]) -> list[dict[str, object]]:
     """State checks that hold after the calls and say what they did (empty: the calls changed nothing)."""
     texts, named = _flat_values(args)
-    gone: list[dict[str, Any]] = []
-    changed: list[dict[str, Any]] = []
-    added: list[dict[str, Any]] = []
-    places: list[tuple[list[str], Any, bool]] = []  # where, what was there, whether a key came or went there
+    gone: list[dict[str, object]] = []
+    changed: list[dict[str, object]] = []
+    added: list[dict[str, object]] = []
+    places: list[tuple[list[str], object, bool]] = []  # where, what was there, whether a key came or went there
 
-    def leaf(keys: list[str], value: Any) -> dict[str, Any]:
+    def leaf(keys: list[str], value: object) -> dict[str, object]:
         if isinstance(value, str):
             return {"path": _path(keys), "match": value}
         if isinstance(value, list) and all(not isinstance(v, Mapping | list) for v in value):
             return {"path": _path(keys), "match": {"$set": list(value)}}
         return {"path": _path(keys), "equals": value}
 
-    def given(key: str, value: Any) -> bool:
+    def given(key: str, value: object) -> bool:
         if isinstance(value, str):
             return " ".join(value.casefold().split()) in texts
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
@@ -91,7 +90,7 @@ def state_checks(before: Any, after: Any, args: Iterable[Mapping[str, Any]]) -> 
             return f"#{value}" in texts  # a number the request gave (a count of seconds, approvals)
         return key in named and named[key] == value and not isinstance(value, Mapping)
 
-    def appeared(keys: list[str], value: Any, top: bool = True) -> None:
+    def appeared(keys: list[str], value: object, top: bool = True) -> None:
         if not isinstance(value, Mapping):
             added.append(leaf(keys, value))
             places.append((keys, None, True))
@@ -108,7 +107,7 @@ def state_checks(before: Any, after: Any, args: Iterable[Mapping[str, Any]]) -> 
             elif given(str(key), sub) or (isinstance(sub, str) and SHA.match(sub)):  # a commit it points at
                 added.append(leaf([*keys, str(key)], sub))
 
-    def walk(keys: list[str], a: Any, b: Any) -> None:
+    def walk(keys: list[str], a: object, b: object) -> None:
         if a == b:
             return
         if isinstance(a, Mapping) and isinstance(b, Mapping):
@@ -141,23 +140,23 @@ def state_checks(before: Any, after: Any, args: Iterable[Mapping[str, Any]]) -> 
     return diff + context_checks(before, after, places, {str(c["path"]) for c in diff})
 
 
-def _scalar(value: Any) -> bool:
+def _scalar(value: object) -> bool:
     return value is None or isinstance(value, bool | int | float) or (isinstance(value, str)
                                                                        and len(value) <= MAX_FIELD_CHARS)  # fmt: skip
 
 
-def _kept(value: Any) -> bool:
+def _kept(value: object) -> bool:
     """Whether a record's field goes into its unchanged fields: a short scalar, or a list of them."""
     return _scalar(value) or (isinstance(value, list) and all(_scalar(v) and v is not None for v in value))
 
 
-def _words_of(value: Any) -> list[str]:
+def _words_of(value: object) -> list[str]:
     """The strings of a removed value, breadth first (what it names)."""
     return list(dict.fromkeys(w for w in leaves(value) if isinstance(w, str) and w.strip()))
 
 
-def context_checks(before: Any, after: Any, places: list[tuple[list[str], Any, bool]],
-                   covered: set[str]) -> list[dict[str, Any]]:  # fmt: skip
+def context_checks(before: object, after: object, places: list[tuple[list[str], object, bool]],
+                   covered: set[str]) -> list[dict[str, object]]:  # fmt: skip
     """Checks that what is next to each change is as the calls left it.
 
     ``places``: where something changed, what was there (None: nothing), and whether a key came or went there.
@@ -169,19 +168,19 @@ def context_checks(before: Any, after: Any, places: list[tuple[list[str], Any, b
     record's unchanged fields (one check, ``$extra: true``; at the root one check per field, and only when
     the root itself changed), each list's length. Paths ``covered`` by a check on the change are skipped.
     """
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+    out: dict[tuple[str, str], dict[str, object]] = {}
 
-    def add(keys: list[str], kind: str, check: dict[str, Any]) -> None:
+    def add(keys: list[str], kind: str, check: dict[str, object]) -> None:
         if keys and (str(_path(keys)), kind) not in out and (kind != "fields" or str(_path(keys)) not in covered):
             out[(str(_path(keys)), kind)] = {"path": _path(keys), **check}
 
-    def key_set(keys: list[str], node: Mapping[str, Any], name: str | None = None) -> None:
+    def key_set(keys: list[str], node: Mapping[str, object], name: str | None = None) -> None:
         if len(node) <= MAX_KEYS:
             add(keys, "keys", {"keys": [str(k) for k in node]})
         elif name is not None:
             add([*keys, name], "exists", {"exists": True})
 
-    def fields(keys: list[str], node: Mapping[str, Any]) -> None:
+    def fields(keys: list[str], node: Mapping[str, object]) -> None:
         found, old = lookup(before, keys)
         if not found or not isinstance(old, Mapping):
             return  # a record the calls made: its checks are those of what appeared
@@ -227,16 +226,18 @@ def context_checks(before: Any, after: Any, places: list[tuple[list[str], Any, b
     return list(out.values())[:MAX_CONTEXT_CHECKS]
 
 
-def _names(scope: Any, at: list[str], word: str, place: list[str], before: Any) -> list[tuple[str, list[str], Any]]:
+def _names(
+    scope: object, at: list[str], word: str, place: list[str], before: object
+) -> list[tuple[str, list[str], Mapping[str, object]]]:
     """Where ``word`` is named at most two levels below ``scope``: ``(kind, path, node)``.
 
     A mapping with the key ``word`` (kind ``key``), or a list's record with a field of that value, as it was
     before the calls (kind ``item``); not in ``place`` itself.
     """
-    hits: list[tuple[str, list[str], Any]] = []
-    level: list[tuple[list[str], Any]] = [(at, scope)]
+    hits: list[tuple[str, list[str], Mapping[str, object]]] = []
+    level: list[tuple[list[str], object]] = [(at, scope)]
     for _ in range(2):
-        below: list[tuple[list[str], Any]] = []
+        below: list[tuple[list[str], object]] = []
         for keys, node in level:
             if keys == place[: len(keys)] and len(keys) == len(place):
                 continue
@@ -258,7 +259,7 @@ def _inside(keys: list[str], place: list[str]) -> bool:
 
 
 # -- answers -------------------------------------------------------------------------------------------------
-def result_text(result: Any) -> str:
+def result_text(result: object) -> str:
     """A result as the verification's answer repeats it: every field's value, one per line (text as it is)."""
     data = parse_result(result)
     if isinstance(data, str):
@@ -266,15 +267,15 @@ def result_text(result: Any) -> str:
     return "\n".join(_shown(v) for v in leaves(data))
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     return str(value)
 
 
-def leaves(data: Any) -> list[Any]:
+def leaves(data: object) -> list[object]:
     """The scalar values of a result, breadth first (the top fields before nested ones)."""
-    out: list[Any] = []
+    out: list[object] = []
     queue = [data]
     while queue:
         item = queue.pop(0)
@@ -287,11 +288,11 @@ def leaves(data: Any) -> list[Any]:
     return out
 
 
-def at(data: Any, path: str) -> list[Any]:
+def at(data: object, path: str) -> list[object]:
     """The values at a dotted path (``*`` for every item of a list or mapping)."""
     found = [data]
     for key in [k for k in path.split(".") if k]:
-        nxt: list[Any] = []
+        nxt: list[object] = []
         for item in found:
             if key == "*":
                 nxt.extend(item.values() if isinstance(item, Mapping) else item if isinstance(item, list) else [])
@@ -303,7 +304,7 @@ def at(data: Any, path: str) -> list[Any]:
     return found
 
 
-def _short(value: Any) -> str | None:
+def _short(value: object) -> str | None:
     if isinstance(value, bool) or value is None or value == "" or isinstance(value, Mapping):
         return None
     if isinstance(value, list):
@@ -317,7 +318,7 @@ def _short(value: Any) -> str | None:
     return text or None
 
 
-def answer_check(spec: Any, results: list[Any], request: str) -> tuple[dict[str, Any] | None, str | None]:
+def answer_check(spec: object, results: Sequence[object], request: str) -> tuple[dict[str, object] | None, str | None]:
     """``(answer check, None)``, or ``(None, reason)``.
 
     The reason is ``empty_answer`` when the result has no such value, ``answer_in_request`` when the
@@ -332,12 +333,12 @@ def answer_check(spec: Any, results: list[Any], request: str) -> tuple[dict[str,
     raw = results[index]
     data = parse_result(raw)
     if isinstance(spec, Mapping):
-        values = at(data, str(spec.get("path", "")))
-        if not values or not isinstance(values[0], bool):
+        flags = at(data, str(spec.get("path", "")))
+        if not flags or not isinstance(flags[0], bool):
             return None, f"empty_answer: no yes/no at {spec.get('path')!r}"
         # YAML reads an unquoted true: / false: key as a boolean
-        said = spec.get(values[0], spec.get(str(values[0]).lower()))
-        words = [str(w) for w in said or (["yes"] if values[0] else ["no"])]
+        said = spec.get(flags[0], spec.get(str(flags[0]).lower()))
+        words = [str(w) for w in said or (["yes"] if flags[0] else ["no"])]
         return {"any_of": words}, None
     picked: list[str | None]
     if isinstance(spec, str) and spec.startswith("/") and spec.endswith("/") and len(spec) > 2:

@@ -13,8 +13,9 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
 import yaml
 
@@ -83,12 +84,12 @@ def sidecar(result: SynthResult, command: str, out: Path) -> str:
     )  # fmt: skip
 
 
-def jsonl_text(rows: list[dict[str, Any]]) -> str:
+def jsonl_text(rows: Iterable[Mapping[str, object]]) -> str:
     """The rows as JSON lines, in order (keys in the order the generator wrote them)."""
     return "".join(json.dumps(row, ensure_ascii=False, separators=(", ", ": ")) + "\n" for row in rows)
 
 
-def task_text(rows: list[dict[str, Any]]) -> str:
+def task_text(rows: Iterable[Mapping[str, object]]) -> str:
     """The rows as YAML, one block per task (flow style inside), in order."""
     out = []
     for row in rows:
@@ -296,7 +297,11 @@ def _synth(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_synth_command(sub: Any) -> None:
+_ParserT = TypeVar("_ParserT", bound=argparse.ArgumentParser)
+"""The ``surfbench`` parser's class (its subparsers make parsers of it)."""
+
+
+def add_synth_command(sub: argparse._SubParsersAction[_ParserT]) -> None:
     """The ``synth`` subcommand, on the ``surfbench`` parser's subparsers."""
     p = sub.add_parser("synth", help="verified tasks from a suite's catalog and world (split synth)")
     p.add_argument("suite", metavar="SUITE", help="a suite's name or folder")

@@ -113,7 +113,7 @@ def _where(path: Path, *parts: object) -> str:
     return f"{path}: " + ".".join(str(p) for p in parts)
 
 
-def _mapping(value: Any, where: str, allowed: frozenset[str]) -> dict[str, Any]:
+def _mapping(value: object, where: str, allowed: frozenset[str]) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise SuiteError(f"{where}: expected a mapping, got {type(value).__name__}")
     unknown = sorted(str(k) for k in value if k not in allowed)
@@ -124,7 +124,7 @@ def _mapping(value: Any, where: str, allowed: frozenset[str]) -> dict[str, Any]:
     return dict(value)
 
 
-def _say(raw: Any, sid: str, ncalls: int, where: str) -> Say:
+def _say(raw: object, sid: str, ncalls: int, where: str) -> Say:
     row = {"text": raw} if isinstance(raw, str) else _mapping(raw, where, SAY_KEYS)
     text = row.get("text")
     if not isinstance(text, str) or not text.strip():
@@ -146,7 +146,7 @@ def _check_ops(ops: list[str], catalog: Catalog, where: str) -> None:
             raise SuiteError(f"{where}: operation {op!r} not in the catalog{tip}")
 
 
-def _named_values(value: Any) -> list[str]:
+def _named_values(value: object) -> list[str]:
     """The ``$name`` references in an argument value (``{$pick: [...]}`` looked into)."""
     if isinstance(value, str):
         return [value[1:]] if value.startswith("$") else []
@@ -157,7 +157,7 @@ def _named_values(value: Any) -> list[str]:
     return []
 
 
-def _check_args(plan: SynthPlan, catalog: Catalog, where: str, values: Mapping[str, Any]) -> None:
+def _check_args(plan: SynthPlan, catalog: Catalog, where: str, values: Mapping[str, object]) -> None:
     for say in plan.says:
         for n, (op, args) in enumerate(zip(plan.ops, say.args, strict=True)):
             unknown = [name for name in _named_values({**plan.base_args[n], **args}) if name not in values]
@@ -283,7 +283,7 @@ def slots(text: str) -> list[str]:
     return SLOT.findall(text)
 
 
-def shown(value: Any) -> str:
+def shown(value: object) -> str:
     """A value as a request says it: lists as ``a, b and c``."""
     if isinstance(value, list | tuple):
         items = [shown(v) for v in value]
@@ -295,12 +295,12 @@ def shown(value: Any) -> str:
     return str(value)
 
 
-def missing_slots(text: str, values: Mapping[str, Any]) -> list[str]:
+def missing_slots(text: str, values: Mapping[str, object]) -> list[str]:
     """The slots of a phrasing that ``values`` gives no value."""
     return [s for s in slots(text) if values.get(s) in (None, "", [])]
 
 
-def render(text: str, values: Mapping[str, Any]) -> str | None:
+def render(text: str, values: Mapping[str, object]) -> str | None:
     """The phrasing with every slot filled (None when one has no value)."""
     if missing_slots(text, values):
         return None

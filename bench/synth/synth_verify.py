@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import random
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -23,7 +23,7 @@ from typing import Any
 from surfbench.bench.base.config import surface_config
 from surfbench.bench.base.validation import validate_args
 from surfbench.bench.catalog.catalog import Catalog
-from surfbench.bench.contracts.backend import ReportsErrorType
+from surfbench.bench.contracts.backend import Backend, ReportsErrorType
 from surfbench.bench.contracts.records import EpisodeTrace
 from surfbench.bench.contracts.registry import build_surface
 from surfbench.bench.contracts.surface import Surface
@@ -40,7 +40,7 @@ from surfbench.bench.synth.synth_build import Candidate, Ref, task_row
 from surfbench.bench.synth.synth_checks import answer_check, at, result_text, state_checks
 from surfbench.bench.synth.synth_world import declares_reads, keeps_state, parse_result, reads
 
-Calls = list[tuple[str, dict[str, Any]]]
+Calls = list[tuple[str, dict[str, object]]]
 WHOLE_CATALOG_UP_TO = 500
 """A replay shows the whole catalog up to this many operations (every shipped suite), else only what it calls."""
 REFUSAL = "I cannot do that: none of my tools can serve this request."
@@ -67,7 +67,7 @@ class ReplayClient:
 
     name = "synth-replay"
 
-    def __init__(self, calls: Sequence[tuple[str, dict[str, Any]]], answer: str | None = None) -> None:
+    def __init__(self, calls: Sequence[tuple[str, Mapping[str, object]]], answer: str | None = None) -> None:
         self.calls = list(calls)
         self.answer = answer
 
@@ -81,10 +81,10 @@ class ReplayClient:
         return with_usage(ModelTurn(text=text or "Done."), request)
 
 
-def resolve_refs(args: dict[str, Any], results: list[Any]) -> dict[str, Any]:
+def resolve_refs(args: Mapping[str, object], results: Sequence[object]) -> dict[str, object]:
     """Arguments with each reference to an earlier call's result replaced by the value found there."""
 
-    def one(value: Any) -> Any:
+    def one(value: object) -> object:
         if isinstance(value, Ref):
             found = at(parse_result(results[value.call]), value.path) if value.call < len(results) else []
             return found[0] if found else None
@@ -140,7 +140,7 @@ class Verifier:
         return self._surfaces[names]
 
     # -- running -------------------------------------------------------------------------------------------
-    def episode(self, task: Task, calls: Calls, answer: str | None = None) -> tuple[EpisodeTrace, dict[str, Any]]:
+    def episode(self, task: Task, calls: Calls, answer: str | None = None) -> tuple[EpisodeTrace, dict[str, object]]:
         """The replay of ``calls`` for ``task`` through the real loop; (trace, the state before any call)."""
         with self._lock:
             self.episodes += 1
@@ -157,14 +157,14 @@ class Verifier:
             close_backend(backend)
         return trace, before
 
-    def _schema(self, name: str) -> dict[str, Any] | None:
+    def _schema(self, name: str) -> dict[str, object] | None:
         op = self.catalog.get(name)
         return op.parameters if op else None
 
     def score(self, task: Task, trace: EpisodeTrace) -> EpisodeScore:
         return score_episode(task, trace, self.catalog, self.suite.classifier, self.checks)
 
-    def task(self, row: dict[str, Any]) -> Task:
+    def task(self, row: Mapping[str, object]) -> Task:
         """The row as the loader reads it (a row it would refuse is a bug of the generator: it raises)."""
         return task_from(row, Path("(synth)"), 0, self.suite.tags)
 
@@ -239,16 +239,16 @@ class LazyBackend:
     then ends on the state a fresh backend starts from, known from an earlier one, without starting one.
     """
 
-    def __init__(self, make: Callable[[], Any], initial: dict[str, Any] | None) -> None:
+    def __init__(self, make: Callable[[], Backend], initial: dict[str, object] | None) -> None:
         self._make = make
         self._initial = initial
-        self._real: Any = None
+        self._real: Backend | None = None
 
     @property
     def started(self) -> bool:
         return self._real is not None
 
-    def _backend(self) -> Any:
+    def _backend(self) -> Backend:
         if self._real is None:
             self._real = self._make()
         return self._real
@@ -256,10 +256,10 @@ class LazyBackend:
     def reset(self, scenario: str | None = None) -> None:
         self._backend().reset(scenario)
 
-    def call(self, op: str, args: Any) -> Any:
+    def call(self, op: str, args: Mapping[str, object]) -> object:
         return self._backend().call(op, args)
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> dict[str, object]:
         if self._real is None and self._initial is not None:
             return copy.deepcopy(self._initial)
         return dict(self._backend().state())
@@ -273,7 +273,7 @@ class LazyBackend:
             close_backend(self._real)
 
 
-def mutations(cand: Candidate, calls: Calls, catalog: Any, rng: random.Random) -> list[tuple[str, Calls]]:
+def mutations(cand: Candidate, calls: Calls, catalog: Catalog, rng: random.Random) -> list[tuple[str, Calls]]:
     """The last call with one argument spoiled: a wrong (but real) id, another enum value, a required one left out."""
     out: list[tuple[str, Calls]] = []
     i = len(calls) - 1
@@ -281,7 +281,7 @@ def mutations(cand: Candidate, calls: Calls, catalog: Any, rng: random.Random) -
     schema = catalog[op].parameters.get("properties") or {}
     drawn = [k for k in reversed(list(args)) if k in cand.drafts[i].drawn]  # the most specific first (index)
 
-    def spoiled(key: str, value: Any) -> Calls:
+    def spoiled(key: str, value: object) -> Calls:
         new = [(o, dict(a)) for o, a in calls]
         if value is _DROP:
             new[i][1].pop(key)
@@ -309,7 +309,7 @@ def mutations(cand: Candidate, calls: Calls, catalog: Any, rng: random.Random) -
 _DROP = object()
 
 
-def _wrong_value(key: str, value: Any, others: list[dict[str, Any]], rng: random.Random) -> Any:
+def _wrong_value(key: str, value: object, others: Sequence[Mapping[str, object]], rng: random.Random) -> object:
     """Another bundle's value for ``key`` (a real thing, just not this one); else a made-up one."""
     seen = sorted({repr(o[key]): o[key] for o in others if key in o and o[key] != value}.items())
     if seen:

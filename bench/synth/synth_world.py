@@ -15,10 +15,10 @@ import random
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from surfbench.bench.catalog.catalog import Catalog, Operation
-from surfbench.bench.contracts.backend import Closable
+from surfbench.bench.contracts.backend import Backend, Closable
 from surfbench.bench.suites.hooks import load_hook
 from surfbench.bench.suites.suite_model import Suite, Task
 from surfbench.bench.synth.synth_spec import SynthSpec, name_parts
@@ -37,8 +37,8 @@ SCHEMA_STRINGS = {"date": "2026-12-01", "date-time": "2026-12-01T09:00:00Z", "em
 class World:
     """Pools of bundles and the scalar values seen per key."""
 
-    pools: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    values: dict[str, list[Any]] = field(default_factory=dict)
+    pools: dict[str, list[dict[str, object]]] = field(default_factory=dict)
+    values: dict[str, list[object]] = field(default_factory=dict)
     source: str = "schema"
     """Where the values came from: ``hook``, ``state``, ``live`` (an MCP server's answers) or ``schema``."""
     state: dict[str, Any] = field(default_factory=dict)
@@ -47,7 +47,7 @@ class World:
     """What names the server's own data folder in an argument: ``"."`` for a live server started in its
     working copy (``fixture``, no ``cwd``), for a ``repo_path`` or ``root`` nothing else gives a value to."""
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[dict[str, object]]:
         return self.pools.get("*", [])
 
 
@@ -120,9 +120,9 @@ def declares_reads(catalog: Catalog) -> bool:
     return any(o.read_only for o in catalog)
 
 
-def _read_back(backend: Any, op: Operation, world: World) -> None:
+def _read_back(backend: Backend, op: Operation, world: World) -> None:
     """Call a read operation once with what its schema requires; keep the records of its answer."""
-    args = {}
+    args: dict[str, object] = {}
     for param in op.required:
         value = world_value(world, param, op, random.Random(0))
         if value is None:
@@ -165,7 +165,7 @@ def text_records(text: str) -> list[dict[str, str]]:
     return records
 
 
-def _listed(text: str, op: Operation, world: World) -> list[Any]:
+def _listed(text: str, op: Operation, world: World) -> list[dict[str, str]]:
     """Remember a text answer that is a list of short names under what the operation reads.
 
     ``* main`` / ``  feature`` from ``git_branch``: each under ``branch``; nothing for any other text.
@@ -179,7 +179,7 @@ def _listed(text: str, op: Operation, world: World) -> list[Any]:
     return []
 
 
-def parse_result(result: Any) -> Any:
+def parse_result(result: object) -> object:
     """A result as data: JSON text parsed, MCP content parts joined; other text as it is."""
     if isinstance(result, Mapping) and isinstance(result.get("content"), list):
         texts = [str(p.get("text", "")) for p in result["content"] if isinstance(p, Mapping)]
@@ -192,10 +192,10 @@ def parse_result(result: Any) -> Any:
     return result
 
 
-def harvest(value: Any, world: World) -> None:
+def harvest(value: object, world: World) -> None:
     """Every record (a mapping with scalar fields) in ``value``, into the pool ``*``; every scalar by its key."""
     pool = world.pools.setdefault("*", [])
-    stack: list[Any] = [value]
+    stack: list[object] = [value]
     while stack:
         item = stack.pop(0)
         if isinstance(item, Mapping):
@@ -214,11 +214,11 @@ def harvest(value: Any, world: World) -> None:
             stack.extend(v for v in item if isinstance(v, Mapping | list))
 
 
-def _scalar(value: Any) -> bool:
+def _scalar(value: object) -> bool:
     return isinstance(value, str | int | float | bool) and value != ""
 
 
-def _remember(world: World, key: str, value: Any) -> None:
+def _remember(world: World, key: str, value: object) -> None:
     if not _scalar(value) or isinstance(value, bool):
         return
     seen = world.values.setdefault(key, [])
@@ -247,7 +247,7 @@ def aliases(param: str, more: bool = False) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
-def generic_bundles(world: World, op: Operation) -> list[dict[str, Any]]:
+def generic_bundles(world: World, op: Operation) -> list[dict[str, object]]:
     """Records that fill the most of ``op``'s required arguments, as bundles keyed by argument name.
 
     Not the name of what ``op`` creates: a record's name is one the world holds, so the create would change nothing.
@@ -255,7 +255,7 @@ def generic_bundles(world: World, op: Operation) -> list[dict[str, Any]]:
     required = [p for p in op.required if not names_new_thing(op, p)]
     if not required:
         return [{}]
-    best: list[dict[str, Any]] = []
+    best: list[dict[str, object]] = []
     score = 0
     for record in world.records():
         bundle = {}
@@ -271,12 +271,12 @@ def generic_bundles(world: World, op: Operation) -> list[dict[str, Any]]:
     return best or [{}]
 
 
-def _fits(op: Operation, param: str, value: Any) -> bool:
+def _fits(op: Operation, param: str, value: object) -> bool:
     """Whether a world value has the argument's schema type (an id string is no integer)."""
     return _fits_kind(((op.parameters.get("properties") or {}).get(param) or {}).get("type"), value)
 
 
-def world_value(world: World, param: str, op: Operation, rng: random.Random) -> Any:
+def world_value(world: World, param: str, op: Operation, rng: random.Random) -> object:
     """A value for an argument no bundle filled: one the world has seen under its name, else the schema's.
 
     An object argument, or an array of objects, is built from its schema: each required field (every field
@@ -361,7 +361,7 @@ def _removes(op: Operation) -> bool:
     return op.destructive or bool({p.lower() for p in name_parts(op.name)} & REMOVE_WORDS)
 
 
-def _kind(schema: Mapping[str, Any]) -> Any:
+def _kind(schema: Mapping[str, object]) -> object:
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), None)
@@ -370,8 +370,8 @@ def _kind(schema: Mapping[str, Any]) -> Any:
     return kind
 
 
-def _built(world: World, name: str, schema: Mapping[str, Any], rng: random.Random, depth: int,
-           outer: tuple[str, ...] = (), existing: bool = False, new: bool = False) -> Any:  # fmt: skip
+def _built(world: World, name: str, schema: Mapping[str, object], rng: random.Random, depth: int,
+           outer: tuple[str, ...] = (), existing: bool = False, new: bool = False) -> object:  # fmt: skip
     """A structured value (object, array) from its schema, each scalar seen in the world under its name.
 
     A scalar's keys, in order: its own name's (``aliases``), the singular of an array's name (``entityNames``:
@@ -386,21 +386,21 @@ def _built(world: World, name: str, schema: Mapping[str, Any], rng: random.Rando
         return None
     if kind == "array":
         raw = schema.get("items")
-        items: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        items: Mapping[str, object] = raw if isinstance(raw, Mapping) else {}
         item = _built(world, name, items, rng, depth + 1, outer, existing, new)
         return None if item is None else [item]
     if kind == "object":
         props = schema.get("properties")
         if not isinstance(props, Mapping) or not props:
             return None
-        required = [p for p in schema.get("required") or [] if p in props]
+        required = [p for p in cast("list[str]", schema.get("required") or []) if p in props]  # a JSON Schema's
         if existing and required:
             kinds = {p: _kind(props[p]) if isinstance(props[p], Mapping) else None for p in required}
             records = [{p: r[p] for p in required} for r in world.records()
                        if all(p in r and _fits_kind(kinds[p], r[p]) for p in required)]  # fmt: skip
             if records:
                 return rng.choice(records)
-        out = {}
+        out: dict[str, object] = {}
         for field_name in required or list(props):
             sub = props[field_name] if isinstance(props[field_name], Mapping) else {}
             if new and str(field_name).lower() in IDENTITY_KEYS and _kind(sub) in ("string", None):
@@ -416,7 +416,7 @@ def _built(world: World, name: str, schema: Mapping[str, Any], rng: random.Rando
     return value if value is not None else schema_value(schema, rng, depth)
 
 
-def _seen(world: World, keys: list[str], kind: Any, schema: Mapping[str, Any], rng: random.Random) -> Any:
+def _seen(world: World, keys: list[str], kind: object, schema: Mapping[str, object], rng: random.Random) -> object:
     """A value the world holds under the first of ``keys`` that has one of type ``kind`` (None: none, or an enum)."""
     for key in keys:
         seen = [v for v in world.values.get(key, []) if _fits_kind(kind, v)]
@@ -434,7 +434,7 @@ def _keys_of(name: str, outer: tuple[str, ...], more: bool = False) -> list[str]
     return list(dict.fromkeys(k for k in keys if k))
 
 
-def _fits_kind(kind: Any, value: Any) -> bool:
+def _fits_kind(kind: object, value: object) -> bool:
     if kind == "integer":
         return isinstance(value, int) and not isinstance(value, bool)
     if kind == "number":
@@ -442,35 +442,37 @@ def _fits_kind(kind: Any, value: Any) -> bool:
     return (kind == "string" or kind is None) and isinstance(value, str)
 
 
-def schema_value(schema: Mapping[str, Any], rng: random.Random, depth: int = 0) -> Any:
+def schema_value(schema: Mapping[str, object], rng: random.Random, depth: int = 0) -> object:
     """A value from an argument's schema alone: an enum member, an example, the default, a format, a type."""
     if schema.get("enum"):
-        return rng.choice(list(schema["enum"]))
+        return rng.choice(list(cast("list[object]", schema["enum"])))  # the shapes of a JSON Schema's keywords
     if schema.get("examples"):
-        return list(schema["examples"])[0]
+        return list(cast("list[object]", schema["examples"]))[0]
     if schema.get("default") not in (None, ""):
         return schema["default"]
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), None)
     if kind is None and isinstance(schema.get("anyOf"), list):
-        options = [s for s in schema["anyOf"] if isinstance(s, Mapping) and s.get("type") != "null"]
+        options = [
+            s for s in cast("list[object]", schema["anyOf"]) if isinstance(s, Mapping) and s.get("type") != "null"
+        ]
         return schema_value(options[0], rng, depth + 1) if options and depth < 4 else None
     if kind == "string":
         return SCHEMA_STRINGS.get(str(schema.get("format")))
     if kind == "integer":
-        return int(schema.get("minimum", 1) or 1)
+        return int(cast("float", schema.get("minimum", 1) or 1))
     if kind == "number":
-        return float(schema.get("minimum", 1) or 1)
+        return float(cast("float", schema.get("minimum", 1) or 1))
     if kind == "boolean":
         return True
     if kind == "array" and depth < 4:
-        item = schema_value(schema.get("items") or {}, rng, depth + 1)
+        item = schema_value(cast("Mapping[str, object]", schema.get("items") or {}), rng, depth + 1)
         return None if item is None else [item]
     return None
 
 
-def pool_bundles(world: World, pool: str | None, op: Operation) -> list[dict[str, Any]]:
+def pool_bundles(world: World, pool: str | None, op: Operation) -> list[dict[str, object]]:
     """The bundles a plan draws from: its named pool, else the records that fit its first operation."""
     if pool is not None:
         return list(world.pools.get(pool, []))

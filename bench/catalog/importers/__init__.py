@@ -25,7 +25,7 @@ from surfbench.bench.catalog.importers.tools_json import (
     import_openai,
 )
 
-Importer = Callable[[Any, str], list[Operation]]
+Importer = Callable[[object, str], list[Operation]]
 IMPORTERS: dict[str, Importer] = {
     "openai": import_openai,
     "anthropic": import_anthropic,
@@ -37,7 +37,7 @@ IMPORTERS: dict[str, Importer] = {
 FORMATS = (*IMPORTERS, "python")
 
 
-def detect_format(doc: Any, source: str) -> str:
+def detect_format(doc: object, source: str) -> str:
     """Guess the format from the document's shape."""
     if isinstance(doc, Mapping):
         if "surfbench_catalog" in doc:
@@ -65,7 +65,7 @@ def detect_format(doc: Any, source: str) -> str:
     )
 
 
-def _import(fmt: str, doc: Any, source: str) -> list[Operation]:
+def _import(fmt: str, doc: object, source: str) -> list[Operation]:
     """Run one importer; a shape it did not foresee is still one error naming the file, never a traceback."""
     try:
         return IMPORTERS[fmt](doc, source)

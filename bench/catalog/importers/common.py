@@ -6,7 +6,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsFloat, cast
 
 import yaml
 
@@ -38,7 +38,7 @@ TYPE_ALIASES = {
 }
 
 
-def read_document(path: Path) -> Any:
+def read_document(path: Path) -> object:
     """Parse a JSON, JSONL or YAML file; a syntax error names the file, line and column.
 
     Raises:
@@ -76,7 +76,7 @@ def exists(path: Path) -> bool:
         return False
 
 
-def _parse(text: str, suffix: str, source: str) -> Any:
+def _parse(text: str, suffix: str, source: str) -> object:
     # json and PyYAML raise ValueError for an integer of more than 4,300 digits and json recurses on
     # deep nesting: both are the file's problem, never a traceback
     if suffix in (".yaml", ".yml"):
@@ -87,7 +87,7 @@ def _parse(text: str, suffix: str, source: str) -> Any:
         except (ValueError, OverflowError, RecursionError) as exc:
             raise CatalogError(source, f"invalid YAML: {parse_problem(exc)}") from None
     if suffix == ".jsonl":
-        rows = []
+        rows: list[object] = []
         for lineno, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
@@ -106,7 +106,7 @@ def _parse(text: str, suffix: str, source: str) -> Any:
         raise CatalogError(source, f"invalid JSON: {parse_problem(exc)}") from None
 
 
-def normalise_schema(schema: Any, source: str, tool: str | None, *, blank_is_any: bool = False) -> Any:
+def normalise_schema(schema: object, source: str, tool: object, *, blank_is_any: bool = False) -> object:
     """Return a copy of ``schema`` with Python-ish type names mapped to JSON Schema ones.
 
     Args:
@@ -122,12 +122,12 @@ def normalise_schema(schema: Any, source: str, tool: str | None, *, blank_is_any
         return schema  # too deep to copy: the operation's own depth check reports it, naming the tool
 
 
-def _normalise(schema: Any, blank_is_any: bool) -> Any:
+def _normalise(schema: object, blank_is_any: bool) -> object:
     if isinstance(schema, list):
         return [_normalise(item, blank_is_any) for item in schema]
     if not isinstance(schema, Mapping):
         return schema
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in schema.items():
         if key == "type" and isinstance(value, str):
             low = value.lower()
@@ -141,26 +141,26 @@ def _normalise(schema: Any, blank_is_any: bool) -> Any:
     return out
 
 
-def flag(value: Any, field: str, source: str, tool: Any) -> bool:
+def flag(value: object, field: str, source: str, tool: object) -> bool:
     """A true/false field: missing is false, anything but a boolean is an error (``"false"`` is truthy)."""
     if value is None or isinstance(value, bool):
         return bool(value)
     raise CatalogError(source, f"field {field!r} must be true or false, got {short(value)}", tool=tool_name(tool))
 
 
-def tool_name(tool: Any) -> str | None:
+def tool_name(tool: object) -> str | None:
     """A tool's name for an error message, when it has a usable one."""
     return tool if isinstance(tool, str) and tool else None
 
 
 def make_operation(
-    raw_name: Any,
-    description: Any,
-    parameters: Any,
+    raw_name: object,
+    description: object,
+    parameters: object,
     source: str,
     *,
-    category: Any = None,
-    weight: Any = 0.0,
+    category: object = None,
+    weight: object = 0.0,
     read_only: bool = False,
     destructive: bool = False,
     idempotent: bool = False,
@@ -183,7 +183,7 @@ def make_operation(
     if isinstance(weight, bool):
         raise CatalogError(source, f"weight must be a number, got {weight!r}", tool=name)
     try:
-        weight_value = float(weight or 0.0)
+        weight_value = float(cast("str | SupportsFloat", weight or 0.0))
     except (TypeError, ValueError, OverflowError):
         raise CatalogError(source, f"weight must be a number, got {short(weight)}", tool=name) from None
     if not math.isfinite(weight_value):
@@ -214,7 +214,7 @@ def check_descriptions(operations: Iterable[Operation], source: str) -> None:
             raise CatalogError(source, problem, tool=op.name)
 
 
-def require_list(doc: Any, source: str, what: str) -> list[Any]:
+def require_list(doc: object, source: str, what: str) -> list[Mapping[str, object]]:
     if not isinstance(doc, list):
         raise CatalogError(source, f"expected a list of {what}, got {type(doc).__name__}")
     for i, item in enumerate(doc):

@@ -13,7 +13,7 @@ import copy
 import dataclasses
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from surfbench.bench.catalog.catalog import CatalogError, Operation
 from surfbench.bench.catalog.importers.common import make_operation
@@ -31,11 +31,11 @@ SCHEMA_KEYS = (
 
 
 class _Resolver:
-    def __init__(self, doc: Mapping[str, Any], source: str) -> None:
+    def __init__(self, doc: Mapping[str, object], source: str) -> None:
         self.doc = doc
         self.source = source
 
-    def lookup(self, ref: str, tool: str) -> Any:
+    def lookup(self, ref: str, tool: str) -> object:
         if not ref.startswith("#/"):
             raise CatalogError(self.source, f"only local $ref pointers are supported, got {ref!r}", tool=tool)
         node: Any = self.doc
@@ -46,7 +46,7 @@ class _Resolver:
             node = node[part]
         return node
 
-    def resolve(self, node: Any, tool: str, chain: tuple[str, ...] = ()) -> Any:
+    def resolve(self, node: object, tool: str, chain: tuple[str, ...] = ()) -> object:
         """Inline every ``$ref`` below ``node``; ``chain`` holds the refs being expanded (cycle check)."""
         if isinstance(node, list):
             return [self.resolve(item, tool, chain) for item in node]
@@ -62,12 +62,12 @@ class _Resolver:
             target = self.resolve(self.lookup(ref, tool), tool, (*chain, ref))
             siblings = {k: v for k, v in node.items() if k != "$ref"}
             if siblings and isinstance(target, Mapping):
-                return {**target, **self.resolve(siblings, tool, chain)}
+                return {**target, **cast(dict[str, object], self.resolve(siblings, tool, chain))}  # a dict: one back
             return target
         return {k: self.resolve(v, tool, chain) for k, v in node.items()}
 
 
-def _clean(schema: Any) -> Any:
+def _clean(schema: object) -> object:
     """Keep the schema keywords a model needs, recursively; merge ``allOf`` of objects."""
     if isinstance(schema, list):
         return [_clean(s) for s in schema]
@@ -95,10 +95,10 @@ def _clean(schema: Any) -> Any:
     return out
 
 
-def _param_schema(param: Mapping[str, Any]) -> dict[str, Any]:
+def _param_schema(param: Mapping[str, object]) -> dict[str, object]:
     """Swagger 2 puts the type on the parameter; OpenAPI 3 puts it under ``schema``."""
     base = param.get("schema") if isinstance(param.get("schema"), Mapping) else param
-    schema = _clean(base)
+    schema = cast(dict[str, object], _clean(base))  # base is a mapping: cleaned, a dict
     if isinstance(schema.get("required"), bool):  # Swagger 2: "required" belongs to the parameter
         del schema["required"]
     if param.get("description") and "description" not in schema:
@@ -113,7 +113,7 @@ def _fallback_name(method: str, path: str) -> str:
     return f"{method}_{re.sub(r'[^A-Za-z0-9]+', '_', path).strip('_')}"
 
 
-def import_openapi(doc: Any, source: str) -> list[Operation]:
+def import_openapi(doc: object, source: str) -> list[Operation]:
     if not isinstance(doc, Mapping) or not isinstance(doc.get("paths"), Mapping):
         raise CatalogError(source, "OpenAPI/Swagger document has no 'paths' object")
     resolver = _Resolver(doc, source)
@@ -146,8 +146,8 @@ def _operation(
     name: str,
     method: str,
     path: str,
-    spec: Mapping[str, Any],
-    shared: list[Any],
+    spec: Mapping[str, object],
+    shared: list[object],
     source: str,
 ) -> Operation:
     properties: dict[str, Any] = {}
@@ -156,7 +156,7 @@ def _operation(
     own = spec.get("parameters") or []
     if not isinstance(own, list):
         raise CatalogError(source, f"{method.upper()} {path}: 'parameters' must be a list", tool=name)
-    params = resolver.resolve(list(shared) + own, name)
+    params = cast(list[object], resolver.resolve(list(shared) + own, name))  # a list resolves to a list
     for param in params:
         if not isinstance(param, Mapping) or not isinstance(param.get("name"), str):
             raise CatalogError(source, f"a parameter of {method.upper()} {path} has no name", tool=name)

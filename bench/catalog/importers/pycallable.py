@@ -17,7 +17,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, cast, get_args, get_origin
 
 from surfbench.bench.catalog.catalog import CatalogError, Operation
 from surfbench.bench.catalog.importers.common import exists, make_operation
@@ -27,16 +27,16 @@ _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Return|Raises|Yie
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
 
 
-def type_schema(annotation: Any, source: str, tool: str) -> dict[str, Any]:
+def type_schema(annotation: object, source: str, tool: str) -> dict[str, object]:
     """JSON Schema for a Python annotation (str, int, float, bool, list[X], dict, Literal, Optional)."""
     if annotation is inspect.Parameter.empty or annotation is Any:
         return {}
     if annotation in _SCALARS:
         return {"type": _SCALARS[annotation]}
-    schema: dict[str, Any]
+    schema: dict[str, object]
     if typing.is_typeddict(annotation):
         hints = typing.get_type_hints(annotation)
-        required = [k for k in hints if k in annotation.__required_keys__]
+        required = [k for k in hints if k in cast(Any, annotation).__required_keys__]  # a TypedDict class
         schema = {
             "type": "object",
             "properties": {k: type_schema(v, source, tool) for k, v in hints.items()},
@@ -93,7 +93,7 @@ def parse_google_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return " ".join(" ".join(summary).split()), args
 
 
-def operation_from_callable(fn: Callable[..., Any], source: str) -> Operation:
+def operation_from_callable(fn: Callable[..., object], source: str) -> Operation:
     name = getattr(fn, "__name__", None)
     if not name:
         raise CatalogError(source, f"{fn!r} has no __name__")

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import cast
 
 from surfbench.bench.catalog.catalog import CatalogError, Operation
 from surfbench.bench.catalog.importers.common import flag, make_operation, normalise_schema, require_list, tool_name
 
 
-def _tools_list(doc: Any, source: str) -> list[Any]:
+def _tools_list(doc: object, source: str) -> list[Mapping[str, object]]:
     """Accept a bare list or ``{"tools": [...]}``."""
     if isinstance(doc, Mapping) and "tools" in doc:
         doc = doc["tools"]
     return require_list(doc, source, "tools")
 
 
-def import_openai(doc: Any, source: str) -> list[Operation]:
+def import_openai(doc: object, source: str) -> list[Operation]:
     """OpenAI tools: ``[{"type": "function", "function": {name, description, parameters}}]``.
 
     The legacy ``functions`` shape (``[{name, description, parameters}]``) is accepted too.
@@ -31,7 +31,7 @@ def import_openai(doc: Any, source: str) -> list[Operation]:
     return ops
 
 
-def import_anthropic(doc: Any, source: str) -> list[Operation]:
+def import_anthropic(doc: object, source: str) -> list[Operation]:
     """Anthropic tools: ``[{name, description, input_schema}]``."""
     return [
         make_operation(t.get("name"), t.get("description"), t.get("input_schema"), source)
@@ -39,7 +39,7 @@ def import_anthropic(doc: Any, source: str) -> list[Operation]:
     ]
 
 
-def import_mcp(doc: Any, source: str) -> list[Operation]:
+def import_mcp(doc: object, source: str) -> list[Operation]:
     """An MCP ``tools/list`` response (JSON-RPC envelope or its ``result``) or a bare list of MCP tools."""
     if isinstance(doc, Mapping) and "result" in doc:
         doc = doc["result"]
@@ -54,7 +54,9 @@ def import_mcp(doc: Any, source: str) -> list[Operation]:
                 t.get("description"),
                 t.get("inputSchema"),
                 source,
-                category=(t.get("_meta") or {}).get("category") if isinstance(t.get("_meta"), Mapping) else None,
+                category=cast(Mapping[str, object], t.get("_meta") or {}).get("category")
+                if isinstance(t.get("_meta"), Mapping)
+                else None,
                 read_only=flag(notes.get("readOnlyHint"), "annotations.readOnlyHint", source, t.get("name")),
                 destructive=flag(notes.get("destructiveHint"), "annotations.destructiveHint", source, t.get("name")),
                 idempotent=flag(notes.get("idempotentHint"), "annotations.idempotentHint", source, t.get("name")),
@@ -63,14 +65,14 @@ def import_mcp(doc: Any, source: str) -> list[Operation]:
     return ops
 
 
-def import_bfcl(doc: Any, source: str) -> list[Operation]:
+def import_bfcl(doc: object, source: str) -> list[Operation]:
     """BFCL function docs: a list of docs, or BFCL data rows (``{"question", "function": [...]}``).
 
     BFCL's ``dict``/``float``/``tuple`` types become JSON Schema types. Dotted names (``math.factorial``)
     become ``math_factorial``, as BFCL itself does for OpenAI-compatible models. Functions repeated
     across data rows are kept once.
     """
-    docs: list[Any] = []
+    docs: list[Mapping[str, object]] = []
     for row in require_list(doc, source, "BFCL entries"):
         if "function" in row and "question" in row:
             docs.extend(require_list(row["function"], source, "functions"))
@@ -89,7 +91,7 @@ def import_bfcl(doc: Any, source: str) -> list[Operation]:
     return list(ops.values())
 
 
-def import_native(doc: Any, source: str) -> list[Operation]:
+def import_native(doc: object, source: str) -> list[Operation]:
     """Surfbench's own catalog format (what :meth:`Catalog.to_json` writes)."""
     if not isinstance(doc, Mapping) or "operations" not in doc:
         raise CatalogError(source, "native catalog needs an 'operations' list")
