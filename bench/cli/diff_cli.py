@@ -214,8 +214,7 @@ def _diff(args: argparse.Namespace) -> int:
     old, new = _sides(args)
     diff = diff_catalogs(old, new, rename_threshold=args.rename_threshold)
     budget = args.help_budget or (criteria.help_budget if criteria else None) or HELP_BUDGET_BYTES
-    extra = [*(criteria.surfaces if criteria else ()), *_recorded_surfaces(args)]
-    configs, applies, other = _configs(args, extra, old, new)
+    configs, applies, other = _configs(args, criteria.surfaces if criteria else (), old, new)
     notes = [f"not for these catalogs: {', '.join(other)}"] if other else []
     surfaces = surface_changes(old, new, configs, diff, budget, applies)
     prefixes = prefix_changes(old, new, configs, applies)
@@ -235,7 +234,7 @@ def _diff(args: argparse.Namespace) -> int:
     if args.against:  # the paired follow-up with a model
         from surfbench.bench.cli.diff_followup import run_followup
 
-        followup = run_followup(args, old, new, diff, prefixes)
+        followup = run_followup(args, old, new, diff)
         code = max(code, followup.exit_code)
         if fmt == "json":
             merged = {**json.loads(text), "followup": followup.data, "exit_code": code}
@@ -250,15 +249,6 @@ def _diff(args: argparse.Namespace) -> int:
         print(f"wrote {args.out}", file=sys.stderr)
     print(f"({time.perf_counter() - started:.2f} s)", file=sys.stderr)
     return code
-
-
-def _recorded_surfaces(args: argparse.Namespace) -> list[str]:
-    """With --against: the surface configs its run recorded (their prefix decides which tasks are touched)."""
-    if not args.against:
-        return []
-    from surfbench.bench.store.reader import load
-
-    return sorted({c.surface for c in load(args.against, suites=False).cells})
 
 
 def add_diff_command(sub: Any) -> None:

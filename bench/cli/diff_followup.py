@@ -22,6 +22,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,9 @@ if TYPE_CHECKING:
 
 DEFAULT_CRITERIA = "gate/diff-followup.yaml"
 DEFAULT_BUDGET = 40
-"""Pairs per cell at most, by default: about what a drop of 5 points on a steady surface takes to decide."""
+"""Pairs per cell at most, by default. A change that makes a surface clearly worse fails within it (a drop of 30
+points or more closes at 10 to 30 pairs); proving that a harmless change costs less than 5 points takes about 150
+tied pairs, so at this budget a harmless change ends ``revise``, not ``ship`` (docs/ci.md)."""
 
 
 @dataclass(frozen=True)
@@ -60,9 +63,11 @@ class FollowCell:
     recorded: RecordedCell
     cell: Cell
     pool: ModelPool
+    """Its own pool (its own server, for a local model), as a sequential run's cells have (bench/sequential/
+    until_decided.py): each surface's prompt prefix stays in its server's cache from one batch to the next; the
+    servers run one at a time and map the same weights file."""
     touched: list[str]
     """Task ids the change touches on this surface, recorded on the old catalog and in the suite now."""
-    new_episodes: int = 0
 
 
 def add_followup_options(p: argparse.ArgumentParser) -> None:
@@ -140,42 +145,59 @@ def _spec(recorded: RecordedCell, tasks: list[str]) -> Any:
     return replace(CellSpec(**kept), tasks=tuple(tasks), limit=None, split="all", retry_errors=False)
 
 
+def _surface_data(recorded: RecordedCell) -> dict[str, Any] | None:
+    """The surface config as the run resolved it (its overrides too), or None for a legacy record."""
+    surface = recorded.identity.get("surface")
+    return dict(surface) if isinstance(surface, Mapping) and "kind" in surface else None
+
+
 def _resolve(recorded: RecordedCell, tasks: list[str]) -> Cell:
-    """The recorded cell resolved again (its surface as recorded, its model from its config), on ``tasks``."""
+    """The recorded cell resolved again on ``tasks``: its surface and model settings as recorded, today's suite."""
+    from surfbench.bench.base.config import read_group_config
     from surfbench.bench.run.runner import resolve_cell
 
-    surface = recorded.identity.get("surface")
-    data = dict(surface) if isinstance(surface, dict) else None
-    cell = resolve_cell(_spec(recorded, tasks), data, None)
     was = recorded.identity.get("model")
+    model_data = None
+    if isinstance(was, Mapping):  # the run's model overrides (model.max_tokens=...) applied again
+        model_data = {**read_group_config("model", recorded.model)}
+        model_data.update({k: v for k, v in was.items() if k != "embedded"})
+    cell = resolve_cell(_spec(recorded, tasks), _surface_data(recorded), model_data)
     now = json.loads(json.dumps(cell.identity.model, default=str))  # as run.json holds it (tuples are lists)
-    if isinstance(was, dict) and was != now:
+    if isinstance(was, Mapping) and was != now:
         differ = sorted(k for k in set(was) | set(now) if was.get(k) != now.get(k))
         raise ConfigError(
-            f"{recorded.run}: cell {recorded.surface_label}/{recorded.model_label} ran model settings the config "
-            f"{recorded.model} no longer has ({', '.join(differ)}): the follow-up compares catalogs only; run the "
-            "old catalog again with today's model config, or restore it"
+            f"{recorded.run}: cell {recorded.surface_label}/{recorded.model_label} ran a model that cannot be made "
+            f"again here ({', '.join(differ)} differ, e.g. other weights): the follow-up compares catalogs only; run "
+            "the old catalog again with today's model, or restore it"
         )
     return cell
 
 
-def _touched(
-    suite_tasks: list[Task], recorded_ids: set[str], diff: CatalogDiff, prefix: PrefixChange | None
-) -> list[str]:
-    from surfbench.bench.sequential.catalog_followup import touched_tasks
+def _prefix(old: Catalog, new: Catalog, recorded: RecordedCell) -> PrefixChange | None:
+    """The surface's first request on both catalogs, with its recorded parameters.
 
-    return [t for t in touched_tasks(suite_tasks, diff, prefix) if t in recorded_ids]
+    None when it cannot be built: every task counts as touched.
+    """
+    from surfbench.bench.base.config import surface_config
+    from surfbench.bench.models.cache_profiles import PROFILES
+    from surfbench.bench.report.diff_report import prefix_change
+
+    try:
+        config = surface_config(recorded.surface, _surface_data(recorded))
+        return prefix_change(old, new, config, list(PROFILES.values())[:1])
+    except Exception:  # a surface that does not apply to one of the catalogs: every task is touched
+        return None
 
 
 Prepared = tuple["Runs", list[FollowCell], Path, dict[str, Any], list[str]]
 """The recorded run, the cells to run again, the criteria file and its spec, and notes."""
 
 
-def prepare(args: argparse.Namespace, old_catalog: Catalog, new_catalog: Catalog, diff: CatalogDiff,
-            prefixes: list[PrefixChange]) -> Prepared:  # fmt: skip
+def prepare(args: argparse.Namespace, old_catalog: Catalog, new_catalog: Catalog, diff: CatalogDiff) -> Prepared:
     """The recorded run, the cells to run again, the criteria file and its spec, and notes; nothing written."""
     from surfbench.bench.models import ModelPool
     from surfbench.bench.models.cache import ResponseCache
+    from surfbench.bench.sequential.catalog_followup import touched_tasks
     from surfbench.bench.store.reader import load
     from surfbench.bench.suites.suite import load_suite
 
@@ -191,7 +213,6 @@ def prepare(args: argparse.Namespace, old_catalog: Catalog, new_catalog: Catalog
     recorded = _recorded_cells(old, suite.name, args.allow_scripted)
     for hashed in sorted({str(c.catalog_hash) for c in recorded if c.catalog_hash != old_catalog.content_hash}):
         notes.append(f"{args.against} ran catalog hash {hashed}, not OLD's ({old_catalog.content_hash})")
-    by_surface = {p.surface: p for p in prefixes}
     frame = old.episodes
     cache = None if args.no_cache else ResponseCache()
     cells: list[FollowCell] = []
@@ -199,7 +220,10 @@ def prepare(args: argparse.Namespace, old_catalog: Catalog, new_catalog: Catalog
         mine = frame[
             (frame["suite"] == rc.suite) & (frame["surface"] == rc.surface_label) & (frame["model"] == rc.model_label)
         ]
-        touched = _touched(list(suite.tasks), {str(t) for t in mine["task_id"]}, diff, by_surface.get(rc.surface))
+        if rc.mode is not None and "mode" in mine.columns:
+            mine = mine[mine["mode"] == rc.mode]
+        ran = {str(t) for t in mine["task_id"]}
+        touched = [t for t in touched_tasks(suite.tasks, diff, _prefix(old_catalog, new_catalog, rc)) if t in ran]
         if not touched:
             notes.append(f"{rc.surface_label}/{rc.model_label}: the change touches none of its recorded tasks")
             continue
@@ -210,31 +234,51 @@ def prepare(args: argparse.Namespace, old_catalog: Catalog, new_catalog: Catalog
     return old, cells, path, spec, notes
 
 
-def _store(args: argparse.Namespace, cells: list[FollowCell]) -> tuple[RunStore, str]:
-    from surfbench.bench.cli.sweep import open_run
-
+def _folder(args: argparse.Namespace) -> tuple[Path, str]:
     against = Path(args.against)
     name = args.run or f"{against.resolve().name}-followup"
     folder = (Path(args.results_dir) if args.results_dir else against.resolve().parent) / name
     if folder.resolve() == against.resolve():
         raise ConfigError(f"--run {name}: that is RUN itself; the follow-up's episodes go to a folder of their own")
-    store = None
-    for fc in cells:
-        store = open_run(folder, fc.cell)
-    assert store is not None
-    return store, name
+    return folder, name
 
 
-def run_followup(args: argparse.Namespace, old_catalog: Catalog, new_catalog: Catalog, diff: CatalogDiff,
-                 prefixes: list[PrefixChange]) -> Followup:  # fmt: skip
+def _design(folder: Path, record: Any) -> None:
+    """Refuse a resume with another design (a larger budget is the same design, extended); keep the looks."""
+    from surfbench.bench.sequential.catalog_followup import RECORD
+    from surfbench.bench.sequential.sequential_pairs import read_record
+
+    before = read_record(folder, RECORD)
+    if before is None:
+        return
+    if (before.seed, before.batch, before.order) != (record.seed, record.batch, record.order) or (
+        record.budget < before.budget
+    ):
+        raise ConfigError(
+            f"{folder}/{RECORD} records another design (seed {before.seed}, batch {before.batch}, budget "
+            f"{before.budget}, {len(before.order)} tasks): resume with the same options (a larger --budget "
+            "extends it), or pass --run NAME"
+        )
+    record.looks = list(before.looks)
+
+
+def run_followup(args: argparse.Namespace, old_catalog: Catalog, new_catalog: Catalog, diff: CatalogDiff) -> Followup:
     """Run the follow-up (or find it run: a re-run resumes) and judge it."""
+    from surfbench.bench.cli.sweep import open_run
     from surfbench.bench.models.server import install_signal_handlers
     from surfbench.bench.report.gate import _hot_ops
     from surfbench.bench.report.gate_criteria import BATCH
-    from surfbench.bench.sequential.catalog_followup import RECORD, pair_keys, sequential_criteria
-    from surfbench.bench.sequential.sequential_pairs import SequentialRecord, read_record, seeded_order
+    from surfbench.bench.sequential.catalog_followup import (
+        FollowedCell,
+        exit_code,
+        followup_json,
+        format_followup,
+        pair_keys,
+        sequential_criteria,
+    )
+    from surfbench.bench.sequential.sequential_pairs import SequentialRecord, seeded_order, task_key
 
-    old, cells, path, spec, notes = prepare(args, old_catalog, new_catalog, diff, prefixes)
+    old, cells, path, spec, notes = prepare(args, old_catalog, new_catalog, diff)
     for note in notes:
         print(f"surfbench diff: {note}", file=sys.stderr)
     try:
@@ -243,38 +287,40 @@ def run_followup(args: argparse.Namespace, old_catalog: Catalog, new_catalog: Ca
         raise ConfigError(str(exc)) from None
     if not cells:
         text = "## surfbench diff: the paired follow-up\n\nThe change touches no recorded task: nothing to run.\n"
-        return Followup(text, 0, {"run": None, "verdicts": [], "decisions": [], "notes": notes})
-    install_signal_handlers()
-    store, name = _store(args, cells)
-    keys = set().union(*(pair_keys(fc.cell.suite.name, fc.touched) for fc in cells))
-    order = seeded_order(keys, args.seed)
+        return Followup(text, 0, {"run": None, "stopped": None, "verdicts": [], "decisions": [], "notes": notes})
+    folder, name = _folder(args)
+    order = seeded_order(set().union(*(pair_keys(fc.cell.suite.name, fc.touched) for fc in cells)), args.seed)
     batch = args.batch or BATCH
-    budget = min(args.budget, len(order))
-    record = SequentialRecord(str(path), str(spec.get("name", path.stem)), args.seed, batch, budget, order)
-    before = read_record(store.root, RECORD)
-    if before is not None and before.design() != record.design():
-        raise ConfigError(
-            f"{store.root}/{RECORD} records another design (seed {before.seed}, batch {before.batch}, budget "
-            f"{before.budget}, {len(before.order)} tasks): resume with the same options, or pass --run NAME"
-        )
-    most = sum(min(budget, len(fc.touched)) * fc.cell.spec.repeats for fc in cells)
+    record = SequentialRecord(str(path), str(spec.get("name", path.stem)), args.seed, batch, args.budget, order)
+    _design(folder, record)  # before anything is written into the folder
+    followed = []
+    for fc in cells:
+        keys = pair_keys(fc.cell.suite.name, fc.touched)
+        mine = tuple(k for k in order if k in keys)[: args.budget]
+        followed.append(FollowedCell(fc.cell.surface_label, fc.cell.model_label, fc.cell.mode,
+                                     fc.recorded.surface_label, fc.recorded.model_label, mine))  # fmt: skip
+    install_signal_handlers()
+    store = None
+    for fc in cells:
+        store = open_run(folder, fc.cell)
+    assert store is not None
+    most = sum(len(f.order) * fc.cell.spec.repeats for f, fc in zip(followed, cells, strict=True))
     print(
         f"surfbench diff: follow-up of {args.against} on the new catalog: {len(cells)} cell(s), {len(order)} touched "
-        f"task(s) in seeded order (seed {args.seed}), batches of {batch}, budget {budget} pairs per cell: at most "
-        f"{most} episodes into {store.root}",
+        f"task(s) in seeded order (seed {args.seed}), batches of {batch}, at most {args.budget} pairs per cell: at "
+        f"most {most} episodes into {store.root}",
         file=sys.stderr,
     )
     hot = _hot_ops(old, spec.get("hot_operations"))
+    keyed = [{task_key(fc.cell.suite.name, t.id): t for t in fc.cell.tasks} for fc in cells]
     try:
-        verdicts = _batches(cells, store, name, record, old, paired, hot)
+        verdicts = _batches(cells, followed, keyed, store, name, record, old, paired, hot)
     finally:
         for fc in cells:
             fc.pool.close()
-    from surfbench.bench.sequential.catalog_followup import exit_code, followup_json, format_followup
-
     text = format_followup(
         verdicts, old_run=str(args.against), new_run=str(store.root),
-        order_source=f"a seeded random order (seed {args.seed})", batch=batch, budget=budget,
+        order_source=f"a seeded random order (seed {args.seed})", batch=batch, budget=args.budget,
         touched={fc.cell.surface_label: len(fc.touched) for fc in cells}, left_out=left_out,
     )  # fmt: skip
     if notes:
@@ -283,53 +329,46 @@ def run_followup(args: argparse.Namespace, old_catalog: Catalog, new_catalog: Ca
     return Followup(text, exit_code(verdicts), data)
 
 
-def _batches(cells: list[FollowCell], store: RunStore, name: str, record: Any, old: Runs, criteria: list[Any],
-             hot: set[str] | None) -> list[SequentialVerdict]:  # fmt: skip
-    """Batch after batch: run the touched tasks of the batch on every cell still undecided, then look."""
+def _batches(
+    cells: list[FollowCell], followed: list[Any], keyed: list[dict[str, Task]], store: RunStore, name: str,
+    record: Any, old: Runs, criteria: list[Any], hot: set[str] | None,
+) -> list[SequentialVerdict]:  # fmt: skip
+    """Batch after batch: each cell still open runs its next batch of touched tasks, then every cell is judged."""
     from surfbench.bench.run.progress import make_progress
     from surfbench.bench.run.runner import run_cell
     from surfbench.bench.sequential.catalog_followup import RECORD, decisions, judge_change, undecided
-    from surfbench.bench.sequential.sequential_pairs import task_key, write_record
+    from surfbench.bench.sequential.sequential_pairs import write_record
     from surfbench.bench.store.reader import load
 
-    labels = [(fc.cell.surface_label, fc.cell.model_label) for fc in cells]
-    window = set(record.order[: record.budget])
-    budgets = {
-        label: sum(task_key(fc.cell.suite.name, t) in window for t in fc.touched)
-        for label, fc in zip(labels, cells, strict=True)
-    }  # the pairs each cell can have: its touched tasks within the budget
     needed = list(range(len(cells)))
     verdicts: list[SequentialVerdict] = []
     started = time.monotonic()
-    for start in range(0, record.budget, record.batch):
-        chunk = set(record.order[start : min(start + record.batch, record.budget)])
+    looks = max(1, -(-max(len(f.order) for f in followed) // record.batch))
+    for look in range(looks):
         for i in needed:
-            fc = cells[i]
-            tasks = [t for t in fc.cell.tasks if task_key(fc.cell.suite.name, t.id) in chunk]
-            only = {fc.cell.episode_key(t, r) for t in tasks for r in range(fc.cell.spec.repeats)}
+            fc, keys = cells[i], followed[i].batch(look, record.batch)
+            only = {fc.cell.episode_key(keyed[i][k], r) for k in keys for r in range(fc.cell.spec.repeats)}
             if only:
-                rows = run_cell(fc.cell, fc.pool, store, name, progress=make_progress(), only=only)
-                fc.new_episodes += len(rows)
-        pairs = start + len(chunk)
+                run_cell(fc.cell, fc.pool, store, name, progress=make_progress(), only=only)
         new = load(store.root, suites=False).episodes
-        verdicts = judge_change(old.episodes, new, labels, criteria, record.order, record.batch, budgets, hot,
-                                upto=pairs)  # fmt: skip
+        verdicts = judge_change(old.episodes, new, followed, criteria, record.batch, hot, looks=look + 1)
         closed = {cell for cell, decision in decisions(verdicts).items() if decision == "close"}
         open_cells = {(v.candidate, v.model) for v in undecided(verdicts)} - closed  # a close is final
+        pairs = min((look + 1) * record.batch, record.budget)
         record.looks.append({"pairs": pairs, "undecided": sorted("/".join(k) for k in open_cells)})
         write_record(store.root, record, RECORD)
         print(
-            f"surfbench diff: after {pairs} pairs ({time.monotonic() - started:.0f} s): "
+            f"surfbench diff: after {pairs} pairs per cell ({time.monotonic() - started:.0f} s): "
             f"{len(verdicts) - len(undecided(verdicts))} of {len(verdicts)} criteria decided",
             file=sys.stderr,
             flush=True,
         )
-        if not open_cells:
-            record.stopped = f"every cell decided after {pairs} pairs"
+        needed = [i for i, f in enumerate(followed) if (f.surface, f.model) in open_cells]
+        if not needed:
+            record.stopped = f"every cell decided after {pairs} pairs per cell"
             break
-        needed = [i for i, label in enumerate(labels) if label in open_cells]
     else:
-        record.stopped = f"budget of {record.budget} pairs spent"
+        record.stopped = f"no pair left to run: each cell's touched tasks, at most {record.budget}, have run"
     write_record(store.root, record, RECORD)
     print(f"surfbench diff: follow-up stopped: {record.stopped}", file=sys.stderr)
     return verdicts

@@ -146,7 +146,8 @@ class ModelPool:
         """Stop every local server and forget the clients."""
         from surfbench.bench.models.server import stop_servers
 
-        stop_servers(self.servers.values())  # all signalled first, then one wait
+        # all signalled first, then one wait; a ServerGroup (n_parallel > 1) stands in this dict for its members
+        stop_servers(m for s in self.servers.values() for m in getattr(s, "members", (s,)))
         self.servers.clear()
         self.clients.clear()
 

@@ -89,15 +89,17 @@ class PrefixStore:
         if not (self.folder / name).is_file():
             return
         t0 = time.monotonic()
+        with contextlib.suppress(OSError):  # used, before the server opens it: the last to go when a save prunes
+            os.utime(self.folder / name)
         try:
             answer = self._post(self._url(api_base, "restore"), {"filename": name}, 600.0)
         except Exception as exc:  # only time is lost: the request computes its prompt as without a file
+            if not (self.folder / name).is_file():
+                return  # pruned by another process meanwhile: not this server's fault, keep_prefix stays on
             (self.folder / name).unlink(missing_ok=True)  # a file cut short by a killed save is never tried again
             self._fail(f"could not restore the saved prompt prefix {name}, deleted ({exc})")
             return
         tokens = answer.get("n_restored")
-        with contextlib.suppress(OSError):  # used: the last to go when the folder is pruned
-            os.utime(self.folder / name)
         self._log(
             f"surfbench: restored a saved prompt prefix ({tokens if tokens is not None else '?'} tokens) in "
             f"{time.monotonic() - t0:.1f} s: {self.folder / name}"

@@ -346,23 +346,27 @@ def stop_servers(servers: Iterable[LocalServer], wait_s: float = STOP_WAIT_S) ->
     running = [proc for server in servers if (proc := server._signal()) is not None]
     deadline = time.monotonic() + wait_s
     said = False
-    for proc in running:
-        while proc.poll() is None and time.monotonic() < deadline:
-            if not said and time.monotonic() > deadline - wait_s + 1.0:
-                print(
-                    f"surfbench: waiting up to {wait_s:.0f} s for {len(running)} model server(s) to stop (a prompt "
-                    "batch in flight finishes first)",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                said = True
-            time.sleep(0.05)
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-    for server in servers:
-        server._close_log()
+    try:
+        for proc in running:
+            while proc.poll() is None and time.monotonic() < deadline:
+                if not said and time.monotonic() > deadline - wait_s + 1.0:
+                    print(
+                        f"surfbench: waiting up to {wait_s:.0f} s for {len(running)} model server(s) to stop (a "
+                        "prompt batch in flight finishes first)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    said = True
+                time.sleep(0.05)
+    finally:  # interrupted or not, none is left running: they have nothing to save
+        for proc in running:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=10)
+        for server in servers:
+            server._close_log()
 
 
 def stop_all() -> None:

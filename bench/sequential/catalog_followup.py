@@ -23,6 +23,7 @@ every one passes; the exit code is the worst (0 ship, 1 revise, 2 close), as ``s
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from surfbench.bench.analysis.metrics import METRICS
@@ -70,12 +71,21 @@ def touched_tasks(tasks: Iterable[Task], diff: CatalogDiff, prefix: PrefixChange
 
 
 def sequential_criteria(criteria: Sequence[Criterion], where: str) -> tuple[list[Criterion], list[Criterion]]:
-    """(the criteria judged pair by pair, those left to the static gate); a ValueError when none is pairwise."""
+    """(the criteria with a per-task value, judged pair by pair; the others, not judged); a ValueError when none is.
+
+    A per-task value: a drop of first-try accuracy or success, or a ratio of a metric every episode row holds (as
+    ``gate --sequential`` requires: bench.sequential.sequential_gate).
+    """
+    from surfbench.bench.store.tables import EpisodeRow, columns
+
+    episode_columns = {c.name for c in columns(EpisodeRow)}
     paired: list[Criterion] = []
     other: list[Criterion] = []
     for c in criteria:
         kind = KINDS[c.kind]
-        pairwise = (kind.test == "drop" and kind.metric in SEQUENTIAL_METRICS) or kind.test == "ratio"
+        pairwise = (kind.test == "drop" and kind.metric in SEQUENTIAL_METRICS) or (
+            kind.test == "ratio" and kind.metric in episode_columns and not c.profile
+        )
         (paired if pairwise else other).append(c)
     if not paired:
         raise ValueError(
@@ -85,40 +95,67 @@ def sequential_criteria(criteria: Sequence[Criterion], where: str) -> tuple[list
     return paired, other
 
 
-def sides(old: pd.DataFrame, new: pd.DataFrame, surface: str, model: str) -> pd.DataFrame:
-    """One cell's episodes of both sides in one frame, the side in the surface column (OLD_SIDE, NEW_SIDE)."""
+@dataclass(frozen=True)
+class FollowedCell:
+    """One cell followed up: its labels on each side, its mode, and its pairs' order."""
+
+    surface: str
+    """Its surface label in the new run (the verdicts' name for it)."""
+    model: str
+    mode: str | None
+    old_surface: str
+    """Its labels in the recorded run (a shipped config's defaults may have changed since: the labels with them)."""
+    old_model: str
+    order: tuple[str, ...]
+    """Its touched task keys in the follow-up's seeded order, cut at the budget: the pairs it may take, in order."""
+
+    def batch(self, look: int, size: int) -> tuple[str, ...]:
+        """The task keys of batch ``look`` (0, 1, ...)."""
+        return self.order[look * size : (look + 1) * size]
+
+
+def sides(old: pd.DataFrame, new: pd.DataFrame, cell: FollowedCell) -> pd.DataFrame:
+    """One cell's episodes of both sides in one frame.
+
+    The side in the surface column (OLD_SIDE, NEW_SIDE), the new labels in the model column, so that the gate's
+    pairing (suite, model, mode, task, repeat) applies.
+    """
     import pandas as pd
 
-    def side(frame: pd.DataFrame, name: str) -> pd.DataFrame:
-        rows = frame[(frame["surface"] == surface) & (frame["model"] == model)].copy()
-        rows["surface"] = name
+    def side(frame: pd.DataFrame, surface: str, model: str, name: str) -> pd.DataFrame:
+        rows = frame[(frame["surface"] == surface) & (frame["model"] == model)]
+        if cell.mode is not None and "mode" in rows.columns:
+            rows = rows[rows["mode"] == cell.mode]
+        rows = rows.copy()
+        rows["surface"], rows["model"] = name, cell.model
         return rows
 
-    return pd.concat([side(old, OLD_SIDE), side(new, NEW_SIDE)], ignore_index=True)
+    olds = side(old, cell.old_surface, cell.old_model, OLD_SIDE)
+    return pd.concat([olds, side(new, cell.surface, cell.model, NEW_SIDE)], ignore_index=True)
 
 
 def judge_change(
-    old: pd.DataFrame, new: pd.DataFrame, cells: Sequence[tuple[str, str]], criteria: Sequence[Criterion],
-    order: Sequence[str], batch: int, budgets: Mapping[tuple[str, str], int], hot: set[str] | None = None,
-    upto: int | None = None,
+    old: pd.DataFrame, new: pd.DataFrame, cells: Sequence[FollowedCell], criteria: Sequence[Criterion], batch: int,
+    hot: set[str] | None = None, looks: int | None = None,
 ) -> list[SequentialVerdict]:  # fmt: skip
-    """Each criterion per cell (surface label, model label): its pairs in ``order`` (task keys), judged sequentially.
+    """Each criterion per cell: its pairs in its order, judged sequentially with its order's length as budget.
 
-    ``budgets``: per cell, the pairs it may take (its touched tasks within the run's budget). ``upto``: only the
-    first ``upto`` places of the order count (the pairs up to a look, whatever else is stored). A
-    ``SequentialVerdict``'s candidate is the cell's surface; its baseline is the same surface on the old catalog.
+    ``looks``: only the pairs of the first ``looks`` batches of each cell count (the pairs up to a look, whatever
+    else is stored). A ``SequentialVerdict``'s candidate is the cell's surface; its baseline is the same surface
+    on the old catalog.
     """
-    position = {key: i for i, key in enumerate(order[:upto] if upto is not None else order)}
     out: list[SequentialVerdict] = []
-    for surface, model in cells:
-        frame = sides(old, new, surface, model)
+    for cell in cells:
+        taken = cell.order if looks is None else cell.order[: looks * batch]
+        position = {key: i for i, key in enumerate(taken)}
+        frame = sides(old, new, cell)
         for c in criteria:
             kind = KINDS[c.kind]
-            pairs = pair_values(frame, OLD_SIDE, NEW_SIDE, model, METRICS[kind.metric], kind.test, hot)
+            pairs = pair_values(frame, OLD_SIDE, NEW_SIDE, cell.model, METRICS[kind.metric], kind.test, hot)
             values = [pairs[k] for k in sorted((k for k in pairs if k in position), key=position.__getitem__)]
             test = "ratio" if kind.test == "ratio" else "diff"
-            result = decide(values, c.value, test, batch, budgets[(surface, model)])
-            out.append(SequentialVerdict(surface, model, c, result, None))
+            result = decide(values, c.value, test, batch, len(cell.order))
+            out.append(SequentialVerdict(cell.surface, cell.model, c, result, None))
     return out
 
 
@@ -170,7 +207,7 @@ def format_followup(
         f"## surfbench diff: the paired follow-up ({old_run} on the old catalog -> {new_run} on the new one)",
         "",
         f"Pairs: a task's episodes on the old catalog (recorded) and on the new one, in {order_source}; a look every "
-        f"{batch} pairs, budget {budget} pairs per cell; betting confidence sequence, {100 * (1 - ALPHA):.0f}% "
+        f"{batch} pairs, at most {budget} pairs per cell; betting confidence sequence, {100 * (1 - ALPHA):.0f}% "
         "under any stopping (docs/sweeps-and-gates.md#sequential-gates).",
         "Tasks the change touches, per surface: "
         + ", ".join(f"{surface} {n}" for surface, n in sorted(touched.items())),
@@ -186,7 +223,7 @@ def format_followup(
         )
     if left_out:
         names = ", ".join(sorted({c.label for c in left_out}))
-        lines += ["", f"Not judged here (no per-task value; the static gate above judges what it can): {names}"]
+        lines += ["", f"Not judged by the follow-up (no per-task value in the episodes): {names}"]
     lines += ["", "| surface | model | decision |", "|---|---|---|"]
     for (surface, model), decision in sorted(decisions(verdicts).items()):
         lines.append(f"| {surface} | {model} | **{decision.upper()}** |")

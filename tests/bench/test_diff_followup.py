@@ -187,3 +187,51 @@ def test_touched_tasks_are_every_task_when_the_head_changed_else_those_naming_a_
 def load_catalog_from(path: Path, tools: list[dict[str, Any]]) -> Any:
     path.write_text(json.dumps({"tools": tools}))
     return load_catalog(path, name="ledger")
+
+
+def test_a_larger_budget_extends_a_follow_up_and_another_design_is_refused(setup: dict[str, Any]):
+    first = diff(setup, "--allow-scripted", "--run", "grow", "--budget", "10")
+    assert first.returncode == 2, first.stderr[-2000:]
+    assert "at most 10, have run" in first.stderr or "every cell decided after 10" in first.stderr
+    more = diff(setup, "--allow-scripted", "--run", "grow", "--budget", "20")  # the same design, extended
+    assert more.returncode == 2, more.stderr[-2000:]
+    record = json.loads((setup["old_run"].parent / "grow" / "catalog-followup.json").read_text())
+    assert record["budget"] == 20 and len(record["looks"]) >= 2
+    other = diff(setup, "--allow-scripted", "--run", "grow", "--seed", "1")
+    assert other.returncode == 2 and "records another design" in other.stderr
+    assert "Traceback" not in other.stderr
+
+
+def test_a_recorded_model_override_is_run_again_with_the_same_labels(setup: dict[str, Any]):
+    base = setup["base"]
+    suites = base / "suites-override"
+    write_suite(suites / "ledger", OLD_TOOLS)
+    env = {**setup["env"], "SURFBENCH_SUITES": str(suites)}
+    old = subprocess.run(
+        [sys.executable, "-m", "surfbench", "run", "suite=ledger", "surface=core", "model=oracle", "split=all",
+         "+model.max_tokens=100", f"results_dir={base / 'results'}", "run=override"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert old.returncode == 0, old.stderr[-2000:]
+    write_suite(suites / "ledger", ADMIN + OLD_TOOLS)
+    proc = subprocess.run(
+        [sys.executable, "-m", "surfbench", "diff", str(base / "old-tools.json"), str(suites / "ledger" / "tools.json"),
+         "--name", "ledger", "--suite", "ledger", "--no-gate", "--retriever", "bm25", "--allow-scripted",
+         "--against", str(base / "results" / "override")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "| core | oracle[max_tokens=100] | **CLOSE** |" in proc.stdout  # paired with the recorded cell
+
+
+def test_criteria_without_a_per_task_value_are_listed_not_judged():
+    from surfbench.bench.report.gate_criteria import Criterion
+    from surfbench.bench.sequential.catalog_followup import sequential_criteria
+
+    drop = Criterion("first_try_drop_max", 0.05, "close", sequential=True)
+    cost = Criterion("effective_cost_ratio_max", 1.1, profile="openai")
+    help_size = Criterion("help_bytes_max", 1536)
+    paired, other = sequential_criteria([drop, cost, help_size], "x.yaml")
+    assert paired == [drop] and other == [cost, help_size]
+    with pytest.raises(ValueError, match="no criterion has a per-task value"):
+        sequential_criteria([help_size], "x.yaml")

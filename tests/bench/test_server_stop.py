@@ -92,3 +92,19 @@ def test_a_server_that_does_not_exit_in_time_is_killed_and_the_wait_is_said(
     assert proc is not None and proc.returncode == -9  # SIGKILL after the wait
     assert "term" in server.events()
     assert "waiting up to 2 s for 1 model server(s) to stop" in capsys.readouterr().err
+
+
+def test_a_pool_stops_its_servers_and_the_members_of_a_server_group(tmp_path: Path):
+    from types import SimpleNamespace
+
+    from surfbench.bench.models import ModelPool
+
+    single, a, b = StandIn(tmp_path, "single", "0.1"), StandIn(tmp_path, "a", "0.1"), StandIn(tmp_path, "b", "0.1")
+    procs = [s.proc for s in (single, a, b)]
+    _ready([single, a, b])
+    pool = ModelPool(None)
+    pool.servers["m1"] = single  # type: ignore[assignment]
+    pool.servers["m2"] = SimpleNamespace(members=[a, b])  # type: ignore[assignment]  # n_parallel > 1
+    pool.close()
+    assert all(p is not None and p.poll() is not None for p in procs)
+    assert pool.servers == {} and all(s.closed for s in (single, a, b))
