@@ -98,8 +98,10 @@ def check_followup_args(args: argparse.Namespace) -> None:
     from surfbench.bench.cli.session import run_name_problem
 
     if args.against is None:
-        for name in ("followup_criteria", "run", "results_dir"):
-            if getattr(args, name) is not None:
+        unused = {"followup_criteria": None, "run": None, "results_dir": None, "budget": DEFAULT_BUDGET,
+                  "batch": None, "seed": 0, "no_cache": False, "allow_scripted": False}  # fmt: skip
+        for name, default in unused.items():
+            if getattr(args, name) != default:
                 raise ConfigError(f"--{name.replace('_', '-')}: only with --against RUN (the paired follow-up)")
         return
     if not args.suite:

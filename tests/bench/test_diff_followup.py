@@ -162,8 +162,9 @@ def test_against_needs_a_suite_and_a_run_folder(setup: dict[str, Any], tmp_path:
     not_run = subprocess.run([*cmd, "--suite", "ledger", "--against", str(tmp_path)], env=env, capture_output=True,
                              text=True)  # fmt: skip
     assert not_run.returncode == 2 and "not a run folder (no run.json)" in not_run.stderr
-    stray = subprocess.run([*cmd, "--run", "x"], env=env, capture_output=True, text=True)
-    assert stray.returncode == 2 and "--run: only with --against RUN" in stray.stderr
+    for stray_option in (["--run", "x"], ["--budget", "80"], ["--allow-scripted"]):
+        stray = subprocess.run([*cmd, *stray_option], env=env, capture_output=True, text=True)
+        assert stray.returncode == 2 and f"{stray_option[0]}: only with --against RUN" in stray.stderr
 
 
 def test_touched_tasks_are_every_task_when_the_head_changed_else_those_naming_a_changed_operation(
