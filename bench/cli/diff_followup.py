@@ -25,7 +25,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from surfbench.bench.base.config import ConfigError, find_config
 
@@ -34,8 +34,11 @@ if TYPE_CHECKING:
     from surfbench.bench.catalog.catalog_diff import CatalogDiff
     from surfbench.bench.models import ModelPool
     from surfbench.bench.report.diff_report import PrefixChange
-    from surfbench.bench.run.cell import Cell
+    from surfbench.bench.report.gate_criteria import Criterion
+    from surfbench.bench.run.cell import Cell, CellSpec
+    from surfbench.bench.sequential.catalog_followup import FollowedCell
     from surfbench.bench.sequential.sequential_gate import SequentialVerdict
+    from surfbench.bench.sequential.sequential_pairs import SequentialRecord
     from surfbench.bench.store.reader import RecordedCell, Runs
     from surfbench.bench.store.results import RunStore
     from surfbench.bench.suites.suite_model import Task
@@ -113,7 +116,7 @@ def check_followup_args(args: argparse.Namespace) -> None:
         raise ConfigError(problem.replace("run=", "--run ", 1))
 
 
-def _criteria(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
+def _criteria(args: argparse.Namespace) -> tuple[Path, Mapping[str, object]]:
     from surfbench.bench.report.gate_criteria import load_criteria
 
     path = Path(args.followup_criteria) if args.followup_criteria else find_config(DEFAULT_CRITERIA)
@@ -136,7 +139,7 @@ def _recorded_cells(old: Runs, suite: str, allow_scripted: bool) -> list[Recorde
     return cells
 
 
-def _spec(recorded: RecordedCell, tasks: list[str]) -> Any:
+def _spec(recorded: RecordedCell, tasks: list[str]) -> CellSpec:
     """The recorded cell's spec (run.json), on ``tasks`` only."""
     from surfbench.bench.run.cell import CellSpec
 
@@ -147,7 +150,7 @@ def _spec(recorded: RecordedCell, tasks: list[str]) -> Any:
     return replace(CellSpec(**kept), tasks=tuple(tasks), limit=None, split="all", retry_errors=False)
 
 
-def _surface_data(recorded: RecordedCell) -> dict[str, Any] | None:
+def _surface_data(recorded: RecordedCell) -> dict[str, object] | None:
     """The surface config as the run resolved it (its overrides too), or None for a legacy record."""
     surface = recorded.identity.get("surface")
     return dict(surface) if isinstance(surface, Mapping) and "kind" in surface else None
@@ -191,7 +194,7 @@ def _prefix(old: Catalog, new: Catalog, recorded: RecordedCell) -> PrefixChange 
         return None
 
 
-Prepared = tuple["Runs", list[FollowCell], Path, dict[str, Any], list[str]]
+Prepared = tuple["Runs", list[FollowCell], Path, Mapping[str, object], list[str]]
 """The recorded run, the cells to run again, the criteria file and its spec, and notes."""
 
 
@@ -245,7 +248,7 @@ def _folder(args: argparse.Namespace) -> tuple[Path, str]:
     return folder, name
 
 
-def _design(folder: Path, record: Any) -> None:
+def _design(folder: Path, record: SequentialRecord) -> None:
     """Refuse a resume with another design (a larger budget is the same design, extended); keep the looks."""
     from surfbench.bench.sequential.catalog_followup import RECORD
     from surfbench.bench.sequential.sequential_pairs import read_record
@@ -284,7 +287,7 @@ def run_followup(args: argparse.Namespace, old_catalog: Catalog, new_catalog: Ca
     for note in notes:
         print(f"surfbench diff: {note}", file=sys.stderr)
     try:
-        paired, left_out = sequential_criteria(spec["criteria"], str(path))
+        paired, left_out = sequential_criteria(cast("list[Criterion]", spec["criteria"]), str(path))  # load_criteria's
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if not cells:
@@ -313,7 +316,8 @@ def run_followup(args: argparse.Namespace, old_catalog: Catalog, new_catalog: Ca
         f"most {most} episodes into {store.root}",
         file=sys.stderr,
     )
-    hot = _hot_ops(old, spec.get("hot_operations"))
+    hot_k = spec.get("hot_operations")
+    hot = _hot_ops(old, hot_k if isinstance(hot_k, int) else None)  # checked a whole number by load_criteria
     keyed = [{task_key(fc.cell.suite.name, t.id): t for t in fc.cell.tasks} for fc in cells]
     try:
         verdicts = _batches(cells, followed, keyed, store, name, record, old, paired, hot)
@@ -332,8 +336,8 @@ def run_followup(args: argparse.Namespace, old_catalog: Catalog, new_catalog: Ca
 
 
 def _batches(
-    cells: list[FollowCell], followed: list[Any], keyed: list[dict[str, Task]], store: RunStore, name: str,
-    record: Any, old: Runs, criteria: list[Any], hot: set[str] | None,
+    cells: list[FollowCell], followed: list[FollowedCell], keyed: list[dict[str, Task]], store: RunStore, name: str,
+    record: SequentialRecord, old: Runs, criteria: list[Criterion], hot: set[str] | None,
 ) -> list[SequentialVerdict]:  # fmt: skip
     """Batch after batch: each cell still open runs its next batch of touched tasks, then every cell is judged."""
     from surfbench.bench.run.progress import make_progress
