@@ -66,7 +66,8 @@ REFERENCES: tuple[Reference, ...] = (
         "forge-dev-qwen0.5b-llama-server",
         ("-m", "suite=forge", "split=dev",
          "surface=full,core,dispatcher,preselect,lazy,lazy_append,search,search_append",
-         "model=qwen2.5-coder-0.5b-instruct", "limit=45"),
+         "model=qwen2.5-coder-0.5b-instruct", "limit=45",
+         "model.stop_on_repeated_call=null"),  # run before the stop was the default (2026-12-06): resumed as run
         ("docs/results/forge-qwen0.5b.md", "docs/results/cache.md", "README.md"),
     ),
     # then issue 52's order: the most-read findings first
@@ -165,7 +166,9 @@ def provenance(params: Mapping[str, str], where: str) -> str:
             sampling = (
                 f"temperature {model.get('temperature')}, max_tokens {model.get('max_tokens')}, "
                 f"seed {model.get('seed')}, " + (f"repeat_penalty {penalty}" if penalty is not None else hidden)
-            )
+                + (f", stop_on_repeated_call {stop}" if (stop := model.get("stop_on_repeated_call")) else
+                   ", no stop inside a step")
+            )  # fmt: skip
             when = f"started {_utc(str(info.get('created')))}"
             lines.append(
                 f"*`{shown(run)}`: {engine}" + (f" {build}" if build else "")

@@ -74,7 +74,9 @@ def model_config(name: str, data: Mapping[str, object] | None = None) -> ModelCo
             f"{origin('stop_on_repeated_call', cfg.stop_on_repeated_call)}: the answer is streamed from an "
             "OpenAI-compatible endpoint and cut there: local models, or `model: openai/NAME` with an api_base"
         )
-    if cfg.stop_on_repeated_call is not None and cfg.mode != "prompted":
+    stop_set = shipped is None or shipped.get("stop_on_repeated_call") != cfg.stop_on_repeated_call
+    if cfg.stop_on_repeated_call is not None and cfg.mode != "prompted" and stop_set:
+        # the shipped value is a prompted-mode default, off in native mode (bench.run.cell); one asked for is refused
         raise ConfigError(
             f"{origin('stop_on_repeated_call', cfg.stop_on_repeated_call)}: the stop reads calls written as "
             "text: prompted mode only (mode: prompted)"

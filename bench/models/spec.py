@@ -77,8 +77,9 @@ class ModelConfig:
     stop_on_repeated_call: int | None = ranged(None, 2, 1000, null="off")
     """End an answer as soon as its text holds one complete call this many times (bench.models.repeats): the
     answer is streamed from the endpoint and the connection closed there, and the repeated call runs once.
-    Prompted mode on an endpoint with an ``api_base`` (local models, OpenAI-compatible servers); None: off.
-    Part of the cell's identity and of the response cache's key when set (docs/metrics.md)."""
+    Prompted mode on an endpoint with an ``api_base`` (local models, OpenAI-compatible servers); off in a cell run
+    in native mode (``stop_in_step``); None: off. Part of the cell's identity and of the response cache's key when
+    on (docs/metrics.md)."""
     keep_prefix: bool = False
     """For ``local`` on ``llama-server`` with one slot and one process: save the slot's KV cache after a request that
     computed a long prompt, and restore it when a later server starts, so that a resumed run or another session
@@ -117,3 +118,9 @@ class ModelConfig:
     """Overrides of the prompt-cache profiles' numbers for this model (bench.models.cache_profiles), e.g.
     ``{anthropic: {min_tokens: 2048}}``; read by the cache model of the report and the gate."""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def stop_in_step(self, mode: str) -> int | None:
+        """The stop inside a step for a cell in ``mode``: this config's ``stop_on_repeated_call`` in prompted mode,
+        off in native mode (a native call arrives as structured deltas, no text to read), so a shipped config with
+        the stop on runs ``mode=native`` with it off and without it in the cell's identity."""
+        return self.stop_on_repeated_call if mode == "prompted" else None

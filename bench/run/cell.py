@@ -114,11 +114,6 @@ class Cell:
 
     def __post_init__(self) -> None:
         m = self.model_cfg
-        if m.stop_on_repeated_call is not None and self.mode != "prompted":  # a run's mode= over the config's
-            raise ConfigError(
-                f"mode={self.mode} with model {m.name}'s stop_on_repeated_call={m.stop_on_repeated_call}: the stop "
-                "reads calls written as text, in prompted mode only; set model.stop_on_repeated_call=null"
-            )
         self.settings = LoopSettings(
             max_steps=self.spec.max_steps or self.suite.max_steps,
             steps_per_turn=self.suite.steps_per == "turn",
@@ -128,7 +123,7 @@ class Cell:
             max_tokens=m.max_tokens,
             seed=m.seed,
             repeat_penalty=m.repeat_penalty,
-            stop_on_repeated_call=m.stop_on_repeated_call,
+            stop_on_repeated_call=m.stop_in_step(self.mode),
             stop_on_repeat=self.spec.stop_on_repeat,
         )
         self.backend_options = self.suite.backend_settings(self.spec.backend_options, judge=True)

@@ -104,8 +104,9 @@ def model_identity(cfg: ModelConfig, mode: str) -> dict[str, object]:
         out["cache_control"] = cfg.cache_control
     if getattr(cfg, "repeat_penalty", None) is not None:  # sent with every request; absent, old ids hold
         out["repeat_penalty"] = cfg.repeat_penalty
-    if getattr(cfg, "stop_on_repeated_call", None) is not None:  # a cut answer is another answer; off, old ids hold
-        out["stop_on_repeated_call"] = cfg.stop_on_repeated_call
+    stop = cfg.stop_in_step(mode)
+    if stop is not None:  # a cut answer is another answer; off (or native mode), old ids hold
+        out["stop_on_repeated_call"] = stop
     if getattr(cfg, "server", "llama-cpp-python") != "llama-cpp-python":  # another engine; absent, old ids hold
         out["server"] = cfg.server
     if getattr(cfg, "flash_attn", "off") != "off":  # attention computed in another order; off, old ids hold

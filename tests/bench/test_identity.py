@@ -162,12 +162,10 @@ def test_the_stuck_stop_is_part_of_the_cell(configs: Path, tmp_path: Path):
 
 
 def test_a_prompt_cache_breakpoint_is_part_of_the_model_identity_and_its_absence_changes_nothing():
-    from types import SimpleNamespace
+    from surfbench.bench.models.spec import ModelConfig
+    from surfbench.bench.store.identity import model_identity
 
-    from surfbench.bench.store.identity import MODEL_IDENTITY_FIELDS, model_identity
-
-    base = dict.fromkeys(MODEL_IDENTITY_FIELDS) | {"provider": "litellm", "model": "anthropic/x", "embedded": None}
-    plain = model_identity(SimpleNamespace(**base), "native")
+    plain = model_identity(ModelConfig(name="x", provider="litellm", model="anthropic/x"), "native")
     assert "cache_control" not in plain, "runs recorded before the option keep their cell ids"
-    cached = model_identity(SimpleNamespace(**base, cache_control="tools"), "native")
+    cached = model_identity(ModelConfig(name="x", provider="litellm", model="anthropic/x", cache_control="tools"), "native")
     assert cached["cache_control"] == "tools" and cached != plain

@@ -191,6 +191,23 @@ def test_the_setting_is_part_of_the_cells_identity_only_when_on() -> None:
     assert on == {**off, "stop_on_repeated_call": 2}
 
 
+def test_the_shipped_stop_is_off_in_native_mode_and_out_of_the_identity_there() -> None:
+    """The embedded configs ship the stop on (prompted mode); ``model.mode=native`` runs them with it off."""
+    from surfbench.bench.base.config import read_group_config
+    from surfbench.bench.models import model_config
+    from surfbench.bench.store.identity import model_identity
+
+    name = "qwen2.5-coder-0.5b-instruct"
+    shipped = model_config(name)
+    assert shipped.stop_on_repeated_call == 2 and shipped.stop_in_step("prompted") == 2
+    assert model_identity(shipped, "prompted")["stop_on_repeated_call"] == 2
+    native = model_config(name, {**read_group_config("model", name), "mode": "native"})  # as Hydra composes it
+    assert native.stop_in_step("native") is None and shipped.stop_in_step("native") is None
+    assert "stop_on_repeated_call" not in model_identity(native, "native")
+    with pytest.raises(ConfigError, match="prompted mode only"):  # asked for in native mode: refused, not ignored
+        model_config(name, {**read_group_config("model", name), "mode": "native", "stop_on_repeated_call": 3})
+
+
 # -- surfbench whatif stop_on_repeated_call=K: the same rule on recorded steps ---------------------------------
 
 CLOSE_ARGS = {"owner": "acme", "repo": "web", "index": 3, "state": "closed"}
