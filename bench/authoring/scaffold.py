@@ -34,6 +34,12 @@ CANNED_WORD = "placeholder-result"
 FILE_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
 REFUSE_ANSWER = ["can't", "cannot", "unable", "not able", "no tool", "don't have"]
 ORACLE_MODEL = {"provider": "scripted", "params_b": 0.0, "mode": "native"}
+MATCHER_HELP = (
+    "# expected: the calls a correct answer makes; args are matchers: a value, a list of accepted values",
+    '# ("" = may be omitted), {$regex: ...}, {$any: true}, {$set: [...]}; a list value is written [[a, b]]',
+    "# (its items may be matchers) or {$list: [...]}, a list of objects {$list: [{name: Bob}]}.",
+)
+"""The comment lines on ``expected`` and its argument matchers at the top of every tasks.yaml ``init`` writes."""
 
 
 def example_operations(catalog: Catalog, n: int = EXAMPLES) -> list[Operation]:
@@ -155,9 +161,7 @@ def tasks_text(catalog: Catalog) -> str:
     )
     out = [
         "# Tasks of this suite (format: docs/suites.md in surfbench, 'The suite and task format').",
-        "# expected: the calls a correct answer makes; args are matchers: a value, a list of accepted values",
-        '# ("" = may be omitted), {$regex: ...}, {$any: true}, {$set: [...]}; a list value is written [[a, b]]',
-        "# (its items may be matchers) or {$list: [...]}, a list of objects {$list: [{name: Bob}]}.",
+        *MATCHER_HELP,
         "# canned: what each operation returns in this suite (no backend); {error: text} makes the call fail.",
         "#",
         "# Runnable tasks, so that the suite runs as it is (replace their placeholders with real values):",

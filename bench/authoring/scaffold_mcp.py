@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from surfbench.bench.authoring.scaffold import (
+    MATCHER_HELP,
     REFUSE_ANSWER,
     SYSTEM_PROMPT,
     _dump,
@@ -153,9 +154,7 @@ def tasks_text(catalog: Catalog) -> str:
         "# match what the server really does: real values in args, the turn a user would write, and checks:",
         "# answer: {contains: [...]} for what the answer must say; for a write, state: [...] with suite.yaml's",
         "# backend_options.state (a function reading the working copy).",
-        "# expected: the calls a correct answer makes; args are matchers: a value, a list of accepted values",
-        '# ("" = may be omitted), {$regex: ...}, {$any: true}, {$set: [...]}; a list value is written [[a, b]]',
-        "# (its items may be matchers) or {$list: [...]}, a list of objects {$list: [{name: Bob}]}.",
+        *MATCHER_HELP,
         "#",
     ]
     runnable = []

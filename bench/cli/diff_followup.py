@@ -271,7 +271,7 @@ def run_followup(args: argparse.Namespace, old_catalog: Catalog, new_catalog: Ca
     """Run the follow-up (or find it run: a re-run resumes) and judge it."""
     from surfbench.bench.cli.sweep import open_run
     from surfbench.bench.models.server import install_signal_handlers
-    from surfbench.bench.report.gate import _hot_ops
+    from surfbench.bench.report.gate import hot_operations
     from surfbench.bench.report.gate_criteria import BATCH
     from surfbench.bench.sequential.catalog_followup import (
         FollowedCell,
@@ -317,7 +317,7 @@ def run_followup(args: argparse.Namespace, old_catalog: Catalog, new_catalog: Ca
         file=sys.stderr,
     )
     hot_k = spec.get("hot_operations")
-    hot = _hot_ops(old, hot_k if isinstance(hot_k, int) else None)  # checked a whole number by load_criteria
+    hot = hot_operations(old, hot_k if isinstance(hot_k, int) else None)  # checked a whole number by load_criteria
     keyed = [{task_key(fc.cell.suite.name, t.id): t for t in fc.cell.tasks} for fc in cells]
     try:
         verdicts = _batches(cells, followed, keyed, store, name, record, old, paired, hot)

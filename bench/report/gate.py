@@ -40,9 +40,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from surfbench.bench.analysis.cache_requests import effective_costs
 from surfbench.bench.analysis.compare import Paired, paired_comparisons
@@ -64,6 +65,36 @@ NO_EVIDENCE = "no evidence"
 MIN_PASS_PAIRS = BATCH
 """Fewest paired tasks on which a drop criterion may pass: the pairs the sequential gate takes before its first look."""
 DECISIONS = ("ship", "revise", "close")
+"""The decisions from best to worst."""
+
+
+class Judged(Protocol):
+    """A criterion's verdict as the decision reads it: its outcome and what a fail means."""
+
+    @property
+    def outcome(self) -> str: ...
+
+    @property
+    def on_fail(self) -> str: ...
+
+
+def decision_of(verdicts: Iterable[Judged]) -> str:
+    """One candidate's decision on one model from its verdicts (module docstring): the one rule of the gates.
+
+    Any ``fail`` with ``on_fail: close`` -> close; else any outcome but ``pass`` (fail, inconclusive,
+    underpowered, no evidence, a sequential test still open) -> revise; else ship (no verdict at all: ship).
+    """
+    got = list(verdicts)
+    if any(v.outcome == "fail" and v.on_fail == "close" for v in got):
+        return "close"
+    if any(v.outcome != "pass" for v in got):
+        return "revise"
+    return "ship"
+
+
+def worst_decision(decisions: Iterable[str]) -> str:
+    """The worst of the decisions by :data:`DECISIONS` (a candidate's over its models); close when there is none."""
+    return max(decisions, key=DECISIONS.index, default="close")
 
 
 @dataclass(frozen=True)
@@ -109,8 +140,11 @@ def _cell(frame: pd.DataFrame, surface: str, model: str) -> CellSummary:
     return summarize_cell(frame[(frame["surface"] == surface) & (frame["model"] == model)].to_dict("records"))
 
 
-def _hot_ops(view: Runs, k: int | None) -> set[str] | None:
-    """The top ``k`` operations of each suite by traffic weight, from the run folders (legacy runs: today's suites)."""
+def hot_operations(view: Runs, k: int | None) -> set[str] | None:
+    """The operations a criteria file's ``hot_operations: k`` counts first-try accuracy on; None when ``k`` is unset.
+
+    The top ``k`` operations of each suite by traffic weight, from the run folders (legacy runs: today's suites).
+    """
     if not k:
         return None
     from surfbench.bench.report.report_choices import catalog_facts
@@ -208,7 +242,7 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
             f"candidate surface(s) {', '.join(missing)} not in the runs (they have {', '.join(sorted(surfaces))}): "
             "run them, or name the ones they have under `candidates:` in the criteria file"
         )
-    hot = _hot_ops(view, spec.get("hot_operations"))
+    hot = hot_operations(view, spec.get("hot_operations"))
     subsets = criterion_subsets(frame, spec["criteria"])
     paired = {
         (scope, p.candidate, p.model): p
@@ -239,16 +273,8 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
                 for c in spec["criteria"]
             ]
             verdicts += got
-            if any(v.outcome == "fail" and v.on_fail == "close" for v in got):
-                per_model[(cand, model)] = "close"
-            elif any(v.outcome != "pass" for v in got):  # fail, inconclusive, underpowered, no evidence
-                per_model[(cand, model)] = "revise"
-            else:
-                per_model[(cand, model)] = "ship"
-    decisions = {
-        cand: max((d for (c, _), d in per_model.items() if c == cand), key=DECISIONS.index, default="close")
-        for cand in candidates
-    }
+            per_model[(cand, model)] = decision_of(got)
+    decisions = {cand: worst_decision(d for (c, _), d in per_model.items() if c == cand) for cand in candidates}
     name = str(spec.get("name", criteria_path.stem))
     return GateResult(name, baseline, verdicts, decisions, per_model, configs, list(view.notes), view.scripted_models)
 

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from surfbench.bench.analysis.metrics import METRICS
-from surfbench.bench.report.gate import DECISIONS
+from surfbench.bench.report.gate import decision_of
 from surfbench.bench.report.gate_criteria import KINDS, Criterion
 from surfbench.bench.report.gate_exit import worst_exit
-from surfbench.bench.sequential.sequential import ALPHA, FAIL, PASS, decide
-from surfbench.bench.sequential.sequential_gate import SEQUENTIAL_METRICS, SequentialVerdict
+from surfbench.bench.sequential.sequential import ALPHA, decide
+from surfbench.bench.sequential.sequential_gate import SequentialVerdict, has_per_task_value
 from surfbench.bench.sequential.sequential_pairs import pair_values, task_key
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def sequential_criteria(criteria: Sequence[Criterion], where: str) -> tuple[list
     """(the criteria with a per-task value, judged pair by pair; the others, not judged); a ValueError when none is.
 
     A per-task value: a drop of first-try accuracy or success, or a ratio of a metric every episode row holds (as
-    ``gate --sequential`` requires: bench.sequential.sequential_gate).
+    ``gate --sequential`` requires: bench.sequential.sequential_gate.has_per_task_value).
     """
     from surfbench.bench.store.tables import EpisodeRow, columns
 
@@ -82,11 +82,7 @@ def sequential_criteria(criteria: Sequence[Criterion], where: str) -> tuple[list
     paired: list[Criterion] = []
     other: list[Criterion] = []
     for c in criteria:
-        kind = KINDS[c.kind]
-        pairwise = (kind.test == "drop" and kind.metric in SEQUENTIAL_METRICS) or (
-            kind.test == "ratio" and kind.metric in episode_columns and not c.profile
-        )
-        (paired if pairwise else other).append(c)
+        (paired if has_per_task_value(c, episode_columns) else other).append(c)
     if not paired:
         raise ValueError(
             f"{where}: no criterion has a per-task value (first_try_drop_max, success_drop_max, "
@@ -160,18 +156,11 @@ def judge_change(
 
 
 def decisions(verdicts: Iterable[SequentialVerdict]) -> dict[tuple[str, str], str]:
-    """Per (surface, model): ship, revise or close (module docstring)."""
-    found: dict[tuple[str, str], str] = {}
+    """Per (surface, model): ship, revise or close (module docstring; bench.report.gate.decision_of)."""
+    cells: dict[tuple[str, str], list[SequentialVerdict]] = {}
     for v in verdicts:
-        key = (v.candidate, v.model)
-        if v.outcome == FAIL and v.criterion.on_fail == "close":
-            mine = "close"
-        elif v.outcome != PASS:
-            mine = "revise"
-        else:
-            mine = "ship"
-        found[key] = max(found.get(key, "ship"), mine, key=DECISIONS.index)
-    return found
+        cells.setdefault((v.candidate, v.model), []).append(v)
+    return {key: decision_of(got) for key, got in cells.items()}
 
 
 def exit_code(verdicts: Iterable[SequentialVerdict]) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Container
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,13 +26,14 @@ from surfbench.bench.analysis.metrics import METRICS
 from surfbench.bench.analysis.power import Z_SUM
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.report.gate import (
-    DECISIONS,
     NO_EVIDENCE,
     GateResult,
     Verdict,
-    _hot_ops,
     criterion_subsets,
+    decision_of,
+    hot_operations,
     judge,
+    worst_decision,
 )
 from surfbench.bench.report.gate_criteria import BATCH, KINDS, Criterion, load_criteria
 from surfbench.bench.sequential.sequential import (
@@ -54,6 +56,19 @@ SEQUENTIAL_METRICS = ("success_rate", "first_try_accuracy")
 """The drop metrics with a per-pair value; a ratio criterion needs its metric as an episode column."""
 
 
+def has_per_task_value(criterion: Criterion, columns: Container[str]) -> bool:
+    """Whether the criterion is judged on a value per task pair, so that it can be judged sequentially.
+
+    A drop of a metric of :data:`SEQUENTIAL_METRICS`, or a ratio of a metric that is one of ``columns`` (the
+    episode columns), not modelled under a cache profile (an effective-cost ratio is modelled over a cell's
+    requests: load_criteria refuses ``sequential: true`` on one).
+    """
+    kind = KINDS[criterion.kind]
+    if kind.test == "drop":
+        return kind.metric in SEQUENTIAL_METRICS
+    return kind.test == "ratio" and kind.metric in columns and not criterion.profile
+
+
 @dataclass(frozen=True)
 class SequentialVerdict:
     """One sequential criterion judged for one candidate on one model."""
@@ -68,6 +83,11 @@ class SequentialVerdict:
     @property
     def outcome(self) -> str:
         return NO_EVIDENCE if not self.result.available else self.result.outcome
+
+    @property
+    def on_fail(self) -> str:
+        """The criterion's decision on a fail (``revise`` or ``close``)."""
+        return self.criterion.on_fail
 
     @property
     def decided(self) -> bool:
@@ -124,11 +144,7 @@ def _check_sequential(path: Path, criteria: list[Criterion], frame: pd.DataFrame
             "e.g. {kind: success_drop_max, value: 0.05, on_fail: close, sequential: true}"
         )
     for c in chosen:
-        kind = KINDS[c.kind]
-        metric = kind.metric
-        if (kind.test == "drop" and metric not in SEQUENTIAL_METRICS) or (
-            kind.test == "ratio" and metric not in frame.columns
-        ):
+        if not has_per_task_value(c, frame.columns):
             raise ConfigError(f"{path}: {c.kind} has no per-task value in the episodes: it cannot be sequential")
     return chosen
 
@@ -179,7 +195,7 @@ def judge_sequential(
     batch = batch or rec_batch or BATCH
     budget = budget or rec_budget
     position = {key: i for i, key in enumerate(order[:upto] if upto is not None else order)}
-    hot = _hot_ops(view, spec.get("hot_operations"))
+    hot = hot_operations(view, spec.get("hot_operations"))
     subsets = criterion_subsets(frame, spec["criteria"])  # every criterion: a scoped one claims its suite
     out: list[SequentialVerdict] = []
     for cand in fixed.decisions:
@@ -202,19 +218,8 @@ def _merged(fixed: GateResult, sequential: list[SequentialVerdict]) -> GateResul
     """The fixed-N result with each sequential criterion's verdict in its place, and the decisions again."""
     mine = {(v.candidate, v.model, v.criterion.label, v.criterion.value): v.verdict() for v in sequential}
     verdicts = [mine.get((v.candidate, v.model, v.criterion, v.threshold), v) for v in fixed.verdicts]
-    per_model: dict[tuple[str, str], str] = {}
-    for key in fixed.per_model:
-        got = [v for v in verdicts if (v.candidate, v.model) == key]
-        if any(v.outcome == "fail" and v.on_fail == "close" for v in got):
-            per_model[key] = "close"
-        elif any(v.outcome != "pass" for v in got):
-            per_model[key] = "revise"
-        else:
-            per_model[key] = "ship"
-    decisions = {
-        cand: max((d for (c, _), d in per_model.items() if c == cand), key=DECISIONS.index, default="close")
-        for cand in fixed.decisions
-    }
+    per_model = {key: decision_of(v for v in verdicts if (v.candidate, v.model) == key) for key in fixed.per_model}
+    decisions = {cand: worst_decision(d for (c, _), d in per_model.items() if c == cand) for cand in fixed.decisions}
     return replace(fixed, verdicts=verdicts, per_model=per_model, decisions=decisions)
 
 
