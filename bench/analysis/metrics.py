@@ -19,7 +19,7 @@ from surfbench.bench.analysis.instance_accuracy import instance_fields
 from surfbench.bench.base.proportions import wilson as wilson  # where the reports' callers import it from
 from surfbench.bench.base.values import decoded
 from surfbench.bench.base.values import missing as _missing
-from surfbench.bench.score.scorer import does_not_fit, is_context_overflow
+from surfbench.bench.contracts.records import EpisodeOutcome
 from surfbench.bench.store.tables import CellSummary, as_float, as_int
 
 MetricKind = Literal["pct", "num", "count", "usd"]
@@ -268,10 +268,9 @@ def _mean(values: Iterable[object]) -> float | None:
     return sum(clean) / len(clean) if clean else None
 
 
-def _error(row: Mapping[str, object]) -> str | None:
-    """The episode's error text (None: no error recorded)."""
-    error = row.get("error")
-    return error if isinstance(error, str) else None
+def _ended(rows: list[Mapping[str, object]], outcome: EpisodeOutcome) -> int:
+    """Episodes whose ``outcome`` is ``outcome`` (a row without the column, built by hand, counts as none)."""
+    return sum(1 for r in rows if r.get("outcome") == outcome)
 
 
 def summarize_cell(rows: list[Mapping[str, object]]) -> CellSummary:
@@ -302,9 +301,9 @@ def summarize_cell(rows: list[Mapping[str, object]]) -> CellSummary:
         latency_s=_mean(r["latency_s"] for r in rows),
         # runs recorded before stuck detection have no such column: unknown, not 0
         stuck_rate=_mean(None if _missing(r.get("stuck")) else float(bool(r["stuck"])) for r in rows),
-        harness_errors=sum(1 for r in rows if r.get("error") and not is_context_overflow(_error(r))),
-        context_overflows=sum(1 for r in rows if is_context_overflow(_error(r)) and not does_not_fit(_error(r))),
-        does_not_fit=sum(1 for r in rows if does_not_fit(_error(r))),
+        harness_errors=_ended(rows, EpisodeOutcome.HARNESS_ERROR),  # the outcome column, never the error text
+        context_overflows=_ended(rows, EpisodeOutcome.CONTEXT_OVERFLOW),
+        does_not_fit=_ended(rows, EpisodeOutcome.DOES_NOT_FIT),
         **_cost_fields(rows),
         **credit_fields(rows),  # partial and efficient credit, the policy (bench.analysis.credit_summary)
         **instance_fields(rows),  # pass-through parameters (bench.analysis.instance_accuracy)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from surfbench.bench.contracts.backend import ToolError
-from surfbench.bench.contracts.records import CallRecord, EpisodeTrace, StepRecord
+from surfbench.bench.contracts.records import CallRecord, EpisodeOutcome, EpisodeTrace, StepRecord
 from surfbench.bench.score.scorer import EpisodeScore, score_episode
 from surfbench.bench.score.stuck import STUCK_REPEAT
 from surfbench.bench.store.results import load_runs
@@ -170,6 +170,8 @@ def rebuild(
     trace = EpisodeTrace(steps=list(steps), calls=calls)
     diverged: list[str] = []
     error: str | None = row.get("error") if cut is None else None
+    recorded = row.get("outcome")  # typed by the reader (bench.store.outcomes), older runs' too
+    outcome = EpisodeOutcome(recorded) if error and recorded is not None else None
     backend = suite.new_backend(task)
     try:
         for i, step in enumerate(steps):
@@ -193,8 +195,9 @@ def rebuild(
     try:
         trace.state = backend.state()
     except Exception as exc:
-        error = error or f"state(): {type(exc).__name__}: {exc}"
-    trace.error = error
+        if not error:
+            error, outcome = f"state(): {type(exc).__name__}: {exc}", EpisodeOutcome.HARNESS_ERROR
+    trace.error, trace.outcome = error, outcome
     if cut is None:
         trace.final_text = row.get("final_text")
         recorded_types = row.get("error_types")

@@ -74,7 +74,7 @@ def summary_row(r: Rescored) -> dict[str, object]:
         "recovered_after_error": s.recovered_after_error, "failed_first_tries": s.failed_first_tries,
         "boundary_violations": s.boundary_violations, "protocol_violations": s.protocol_violations,
         "parse_failures": s.parse_failures, "stable_prefix": s.stable_prefix, "latency_s": model_time(r),
-        "error": r.trace.error, "stuck": stuck.stuck, "stuck_repeats": stuck.repeats,
+        "error": r.trace.error, "outcome": s.outcome, "stuck": stuck.stuck, "stuck_repeats": stuck.repeats,
     }  # fmt: skip
 
 

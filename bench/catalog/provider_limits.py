@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 """The tool-name pattern of OpenAI's and Anthropic's APIs."""
 NAME_MAX = 64
-DOES_NOT_FIT = "does_not_fit"
-"""The error of an episode not run because its first request cannot fit the model's context window."""
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
 _NAME_MAPS: dict[str, dict[str, str]] = {}
 
@@ -185,9 +183,10 @@ class FitPrediction:
     def why(self) -> str:
         """One line for the record and the report.
 
-        It names its error type, ``context_overflow``: the scorer types an episode's error by that word
-        (``bench.score.scorer.is_context_overflow``), so a cell that does not fit is never a harness error
-        (nor retaken by ``retry_errors``).
+        A message for the reader: the episode's outcome, ``does_not_fit``, is typed apart (bench.run.fit), and its
+        error type is ``context_overflow``, so a cell that does not fit is never a harness error (nor retaken by
+        ``retry_errors``). Runs recorded before the ``outcome`` column are typed by this text's start
+        (bench.store.outcomes, the legacy path): keep it.
         """
         return (
             f"does not fit: first request at least {self.prompt_tokens:,} prompt tokens (o200k estimate) + "

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
         CallRecord as CallRecord,
     )
     from surfbench.bench.contracts.records import (
+        EpisodeOutcome as EpisodeOutcome,
+    )
+    from surfbench.bench.contracts.records import (
         EpisodeTrace as EpisodeTrace,
     )
     from surfbench.bench.contracts.records import (
@@ -59,6 +62,7 @@ EXPORTS = {
     "CallRecord": "records",
     "CannedBackend": "backend",
     "Dispatch": "surface",
+    "EpisodeOutcome": "records",
     "EpisodeTrace": "records",
     "OperationBackend": "backend",
     "ProgramDispatch": "program",

@@ -8,6 +8,7 @@ so that the table schemas (:mod:`surfbench.bench.store.schema`) and their docume
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from surfbench.bench.base.taxonomy import ErrorType
@@ -15,7 +16,7 @@ from surfbench.bench.base.taxonomy import ErrorType
 DOC = "doc"
 """The field-metadata key of a column's one-line description."""
 
-RECORDS_VERSION = 7
+RECORDS_VERSION = 8
 """Bumped when what a run records changes (run.json keeps it per cell, ``records_version``). 2: steps record the
 operations shown, calls the operations a meta call returned (``hits``), episodes their expected operations, and
 the run its catalogs and help sizes (bench.store.recorded), so that readers never reload a suite. Cells without it
@@ -31,13 +32,45 @@ that reached the backend where the task wants a pass-through value and how many 
 content hashes of its tools' wire texts in order (``tool_hashes``), and the run each distinct text once in its tools
 table (bench.store.tool_texts); older steps have them null: their tool block's text was not recorded. 7: steps record
 llama-server's own counts of the prompt tokens it took from its KV cache and those it computed (``server_cache_n``,
-``server_prompt_n``) and the slot the request ran on (``slot``); null for other engines and in older steps."""
+``server_prompt_n``) and the slot the request ran on (``slot``); null for other engines and in older steps. 8:
+episodes record how they ended (``outcome``, :class:`EpisodeOutcome`); older parts have no such column and the
+reader types theirs from the error text (bench.store.outcomes, the legacy path)."""
 
 RETRIEVAL_METAS = frozenset({"search", "load"})
 """The meta calls (a call's ``meta``) whose ``hits`` are what the surface retrieved, whatever its kind: a search
 (search's ``search_tools``, code mode's ``search_api``) or a load (lazy's ``load_tools``). A ``help`` call's hits (code
 mode's ``describe``) are the operation the model asked about by name: not retrieval. The retrieval funnel
 (bench.analysis.funnel) counts these, after the operations the episode's first step showed."""
+
+
+class EpisodeOutcome(StrEnum):
+    """How an episode ended: the episodes table's ``outcome``, typed when the episode is scored (bench.score.scorer).
+
+    Whether it ran is a fact of the episode, kept apart from its error text (a message, for a reader) and from its
+    error types (what went wrong, many per episode: bench.base.taxonomy). A ``StrEnum``: rows store the value.
+    """
+
+    RAN = "ran"
+    """The model was asked and the episode ended its own way: a final answer, ``max_steps`` or a stop (its checks
+    say how well it did)."""
+    DOES_NOT_FIT = "does_not_fit"
+    """Never sent: its first request was predicted over the model's context window (bench.run.fit); typed
+    ``context_overflow`` among its error types, never a harness error."""
+    CONTEXT_OVERFLOW = ErrorType.CONTEXT_OVERFLOW.value
+    """Sent, and the conversation outgrew the model's context window on the way: an outcome of the surface."""
+    HARNESS_ERROR = ErrorType.HARNESS_ERROR.value
+    """The harness failed (an endpoint down past its retries, a backend bug): recorded with a traceback, not a
+    measurement of the surface (``retry_errors`` runs it again)."""
+
+    @property
+    def error_type(self) -> ErrorType | None:
+        """The error type the scorer gives an episode that ended this way (None: it ran)."""
+        return {
+            EpisodeOutcome.RAN: None,
+            EpisodeOutcome.DOES_NOT_FIT: ErrorType.CONTEXT_OVERFLOW,
+            EpisodeOutcome.CONTEXT_OVERFLOW: ErrorType.CONTEXT_OVERFLOW,
+            EpisodeOutcome.HARNESS_ERROR: ErrorType.HARNESS_ERROR,
+        }[self]
 
 
 def doc(text: str) -> dict[str, str]:
@@ -180,7 +213,11 @@ class EpisodeTrace:
     final_text: str | None = None
     """The last text-only answer, or None when the episode ended without one."""
     error: str | None = None
-    """A harness error that ended the episode."""
+    """Why the episode ended before its end (a harness error, a context overflow, does not fit), as a message."""
+    outcome: EpisodeOutcome | None = None
+    """How it ended, where the loop knows it ended otherwise than on its own (set beside ``error``:
+    ``context_overflow``, ``harness_error``; ``does_not_fit`` by bench.run.fit). The scorer reads this, never the
+    text of ``error``: None with an error is a harness error, None without one an episode that ran."""
     error_class: type[BaseException] | None = None
     """The class of the exception behind ``error`` (kept, not parsed back from the text: whether the endpoint
     failed the episode, so that it runs again, is ``issubclass`` of this; see bench.run.play)."""

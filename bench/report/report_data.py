@@ -24,7 +24,6 @@ from surfbench.bench.catalog.provider_limits import recorded_originals
 from surfbench.bench.report.cache_section import PROFILE_NAMES, effective_head, effective_text
 from surfbench.bench.report.report_choices import AlternativePicks, access_split, alternative_picks, catalog_facts
 from surfbench.bench.report.scale_figure import ScalePoint, scale_points
-from surfbench.bench.run.fit import DOES_NOT_FIT_PREFIX
 from surfbench.bench.store.evidence import config_labels, surface_label
 from surfbench.bench.store.reader import load
 from surfbench.bench.store.tables import CellSummary
@@ -114,14 +113,15 @@ def cell_rows(frame: pd.DataFrame) -> list[CellRow]:
         block = group["tool_block_bytes_first"].dropna()
         shown = group["tools_shown_first"].dropna()
         records = records_of(group)
+        summary = summarize_cell(records)
         rows.append(
             CellRow(
                 keys=dict(zip(CELL_KEYS, keys, strict=True)),
-                summary=summarize_cell(records),
+                summary=summary,
                 tool_block_bytes=float(block.mean()) if len(block) else None,
                 tools_shown=float(shown.mean()) if len(shown) else None,
                 pass_k=pass_k(records),
-                does_not_fit=int(group["error"].fillna("").astype(str).str.startswith(DOES_NOT_FIT_PREFIX).sum()),
+                does_not_fit=summary.does_not_fit,  # from the episodes' outcome column
                 tasks=frozenset(group["task_id"].astype(str)),
             )
         )

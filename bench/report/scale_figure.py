@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from surfbench.bench.analysis.metrics import wilson
 from surfbench.bench.base.sections import Section
-from surfbench.bench.run.fit import DOES_NOT_FIT_PREFIX
+from surfbench.bench.contracts.records import EpisodeOutcome
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,9 +70,9 @@ def scale_points(frame: pd.DataFrame, sizes: dict[str, int]) -> list[ScalePoint]
     frame = frame.assign(catalog_size=frame["cell_id"].map(sizes), surface=frame["surface"].map(base_label))
     points = []
     for (surface, model, size), group in frame.groupby(["surface", "model", "catalog_size"], sort=True):
-        errors = group["error"].fillna("").astype(str)
-        unfit = bool(len(group)) and bool(errors.str.startswith(DOES_NOT_FIT_PREFIX).all())
-        ran = group[~errors.str.startswith(DOES_NOT_FIT_PREFIX)]
+        never_sent = group["outcome"] == EpisodeOutcome.DOES_NOT_FIT  # the outcome column (bench.store.outcomes)
+        unfit = bool(len(group)) and bool(never_sent.all())
+        ran = group[~never_sent]
         calls = int(group["expected_calls"].fillna(0).sum())
         first = int(group["first_try_correct"].fillna(0).sum())
         tokens = ran["prompt_tokens_per_step"].dropna()

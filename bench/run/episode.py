@@ -38,7 +38,7 @@ from surfbench.bench.base.validation import validate_args
 from surfbench.bench.catalog.wire import compact_json, count_tokens, tool_wire_text, utf8_len
 from surfbench.bench.contracts.backend import Backend, ReportsErrorType, ToolError
 from surfbench.bench.contracts.program import Executed, ProgramDispatch
-from surfbench.bench.contracts.records import CallRecord, EpisodeTrace, StepRecord
+from surfbench.bench.contracts.records import CallRecord, EpisodeOutcome, EpisodeTrace, StepRecord
 from surfbench.bench.contracts.surface import Dispatch, Session, ToolCall
 from surfbench.bench.models.client import ContextOverflow, EndpointRefused
 from surfbench.bench.models.segments import request_segments
@@ -180,15 +180,17 @@ def run_episode(
         raise
     except ContextOverflow as exc:  # the conversation outgrew the model: an outcome, recorded as such
         trace.error, trace.error_class = f"{ErrorType.CONTEXT_OVERFLOW}: {exc}", type(exc)
+        trace.outcome = EpisodeOutcome.CONTEXT_OVERFLOW
     except Exception as exc:  # the harness's own failure (model unreachable, backend bug): end, record
         trace.error, trace.error_class = f"{type(exc).__name__}: {exc}", type(exc)
-        trace.traceback = traceback.format_exc()
+        trace.outcome, trace.traceback = EpisodeOutcome.HARNESS_ERROR, traceback.format_exc()
     trace.messages = messages
     try:
         trace.state = backend.state()
     except Exception as exc:
         if trace.error is None:
             trace.error, trace.error_class = f"state(): {type(exc).__name__}: {exc}", type(exc)
+            trace.outcome = EpisodeOutcome.HARNESS_ERROR
         trace.traceback = trace.traceback or traceback.format_exc()
     trace.wall_s = time.perf_counter() - started
     return trace

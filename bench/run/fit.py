@@ -2,8 +2,8 @@
 
 A first request whose static token count (system prompt, surface text, tool block, first turn, plus
 the answer's ``max_tokens``) exceeds the model's context window would only end as
-``context_overflow`` after it was sent: such an episode is recorded as *does not fit* (error
-``does not fit: ...``, error type ``context_overflow``, no step) and never sent. A tool block that
+``context_overflow`` after it was sent: such an episode is recorded as *does not fit* (outcome ``does_not_fit``,
+error ``does not fit: ...``, error type ``context_overflow``, no step) and never sent. A tool block that
 breaks the provider's limits (tools per request, name pattern) is flagged when the cell is resolved.
 """
 
@@ -12,9 +12,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from surfbench.bench.base.taxonomy import ErrorType
 from surfbench.bench.catalog.provider_limits import FitPrediction, check_first_request, model_limits
-from surfbench.bench.contracts.records import EpisodeTrace
+from surfbench.bench.contracts.records import EpisodeOutcome, EpisodeTrace
 from surfbench.bench.run.cell import Fits as Fits  # the cell's predictions, kept with the cell
 from surfbench.bench.run.episode import transcript_lines
 from surfbench.bench.run.play import Finished
@@ -25,9 +24,6 @@ from surfbench.bench.suites.checks import suite_checks
 if TYPE_CHECKING:
     from surfbench.bench.run.cell import Cell
     from surfbench.bench.suites.suite import Task
-
-DOES_NOT_FIT_PREFIX = "does not fit:"
-"""How a does-not-fit episode's ``error`` starts (reports show such cells as "does not fit")."""
 
 
 def first_request_fit(cell: Cell, task: Task) -> FitPrediction:
@@ -49,8 +45,11 @@ def first_request_fit(cell: Cell, task: Task) -> FitPrediction:
 
 
 def unfit_episode(cell: Cell, task: Task, repeat: int, run_name: str, fit: FitPrediction) -> Finished:
-    """The episode recorded, not run: no step, error ``does not fit: ...``, error type context_overflow."""
-    trace = EpisodeTrace(error=fit.why(), stopped=ErrorType.CONTEXT_OVERFLOW)
+    """The episode recorded, not run: no step, outcome ``does_not_fit``, error ``does not fit: ...``.
+
+    Its error type is context_overflow.
+    """
+    trace = EpisodeTrace(error=fit.why(), outcome=EpisodeOutcome.DOES_NOT_FIT)
     score = score_episode(task, trace, cell.suite.catalog_for(task), cell.suite.classifier, suite_checks(cell.suite))
     episode, steps, calls = episode_rows(cell, task, repeat, trace, score, run_name, 0)
     return Finished(episode, list(steps), list(calls), transcript_lines(trace), 0.0)

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from surfbench.bench.base.secrets import redact
+from surfbench.bench.contracts.records import EpisodeOutcome
 from surfbench.bench.run.runner import Cell, ProgressFn
-from surfbench.bench.score.scorer import does_not_fit
 
 
 def _rate(rate: float) -> str:
@@ -45,13 +45,17 @@ class _Tracker:
 
 
 def outcome(episode: Mapping[str, Any], width: int = 90) -> str:
-    """``solved``, or ``failed (why)``: the harness error, the first failed check, else the error types."""
+    """``solved``, or ``failed (why)``: why it ended early, the first failed check, else the error types.
+
+    An episode that ended early (its ``outcome``) gives its error, named a harness error when it is one.
+    """
     if episode.get("success"):
         return "solved"
     failures = list(episode.get("failures") or [])
     types = list(episode.get("error_types") or [])
-    if episode.get("error") and does_not_fit(str(episode["error"])):
-        why = str(episode["error"])  # never sent: not a harness error
+    ended = episode.get("outcome")
+    if episode.get("error") and ended in (EpisodeOutcome.DOES_NOT_FIT, EpisodeOutcome.CONTEXT_OVERFLOW):
+        why = str(episode["error"])  # never sent, or outgrew the context: an outcome, not a harness error
     elif episode.get("error"):
         why = f"harness error: {episode['error']}"
     elif failures:

@@ -127,6 +127,7 @@ def episode_rows(
         policy_recovered=credit.policy_recovered,
         instance_calls=tally.calls if tally is not None else None,
         instance_right=tally.right if tally is not None else None,
+        outcome=score.outcome,
     )
     step_rows = [StepRow(key, s) for s in steps]
     call_rows = []

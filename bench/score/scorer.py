@@ -20,6 +20,9 @@ ended without a harness error, and, when no check applies, with a final text ans
 ``failures`` and ``error_types`` come in a fixed order: first tries, selection, the failed checks (in
 the order above; each failure line ends with ``(check: NAME)``), how the episode ended (stopped, no
 answer, harness error), rejected calls, the suite's ``classify`` hook, parse failures.
+
+``outcome`` (:class:`~surfbench.bench.contracts.records.EpisodeOutcome`): how the episode ended, from the trace's
+typed ``outcome`` (the loop and bench.run.fit set it beside the error), never from the error's text.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from dataclasses import dataclass, field
 
 from surfbench.bench.base.taxonomy import ErrorType
 from surfbench.bench.catalog.catalog import Catalog
-from surfbench.bench.contracts.records import CallRecord, EpisodeTrace
+from surfbench.bench.contracts.records import CallRecord, EpisodeOutcome, EpisodeTrace
 from surfbench.bench.score.first_try import FirstTry
 from surfbench.bench.score.first_try import first_tries as compute_first_tries
 from surfbench.bench.suites.checks import (
@@ -43,7 +46,7 @@ from surfbench.bench.suites.checks import (
 )
 from surfbench.bench.suites.suite import Task
 
-__all__ = ["EpisodeScore", "FirstTry", "check_answer", "check_state", "is_context_overflow", "lookup", "score_episode"]
+__all__ = ["EpisodeScore", "FirstTry", "check_answer", "check_state", "lookup", "outcome_of", "score_episode"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,8 @@ class EpisodeScore:
     meta_calls: int
     operation_calls: int
     stable_prefix: bool
+    outcome: EpisodeOutcome
+    """How the episode ended (:func:`outcome_of`): the episodes table's ``outcome``."""
     error_types: tuple[str, ...]
     """Every failure in the episode, one entry per failed check (fixed taxonomy)."""
     failures: tuple[str, ...] = field(default_factory=tuple)
@@ -120,8 +125,9 @@ def score_episode(
     elif trace.final_text is None and trace.error is None:
         errors.append(ErrorType.NO_ANSWER)
         failures.append("no final text answer (max_steps reached)")
-    if trace.error:
-        errors.append(ErrorType.CONTEXT_OVERFLOW if is_context_overflow(trace.error) else ErrorType.HARNESS_ERROR)
+    outcome = outcome_of(trace)
+    if trace.error and outcome.error_type is not None:
+        errors.append(outcome.error_type)
         failures.append(trace.error)
 
     applicable = [r.passed for r in results if r.passed is not None]
@@ -155,6 +161,7 @@ def score_episode(
         meta_calls=sum(1 for c in calls if c.kind == "meta"),
         operation_calls=sum(1 for c in calls if c.kind == "operation"),
         stable_prefix=len({s.prefix_hash for s in trace.steps}) <= 1,
+        outcome=outcome,
         error_types=tuple(errors),
         failures=tuple(failures),
         checks=results,
@@ -175,24 +182,15 @@ def _selection(task: Task, calls: Sequence[CallRecord], errors: list[str], failu
     return selection
 
 
-def is_context_overflow(error: str | None) -> bool:
-    """A conversation over the model's context window, sent or predicted (``does not fit: ...``, bench.run.fit).
+def outcome_of(trace: EpisodeTrace) -> EpisodeOutcome:
+    """How the episode ended: the trace's typed ``outcome``; the error's text is never read.
 
-    Also recognises runs recorded before context overflow had its own error type.
+    Without one: ``harness_error`` if the trace has an error (a trace built outside the loop), ``ran`` if not.
     """
-    text = str(error or "")
-    return bool(error) and (
-        ErrorType.CONTEXT_OVERFLOW in text or "ContextWindowExceeded" in text or text.startswith(DOES_NOT_FIT_PREFIX)
-    )
-
-
-DOES_NOT_FIT_PREFIX = "does not fit:"
-"""How the error of an episode not run because it could not fit starts (bench.run.fit writes it)."""
-
-
-def does_not_fit(error: str | None) -> bool:
-    """The episode was never sent: its first request could not fit the model's context window."""
-    return str(error or "").startswith(DOES_NOT_FIT_PREFIX)
+    if trace.error is None:
+        return EpisodeOutcome.RAN
+    ended = trace.outcome
+    return ended if ended is not None and ended is not EpisodeOutcome.RAN else EpisodeOutcome.HARNESS_ERROR
 
 
 def _recovery(calls: Sequence[CallRecord]) -> tuple[int, int]:

@@ -38,6 +38,7 @@ from surfbench.bench.base.bounded import read_text
 from surfbench.bench.base.secrets import redact
 from surfbench.bench.base.taxonomy import ErrorType
 from surfbench.bench.catalog.wire import valid_utf8
+from surfbench.bench.store.outcomes import with_outcomes
 from surfbench.bench.store.parts import LOCK, recover, table_parts
 from surfbench.bench.store.schema import table_from_rows
 from surfbench.bench.store.tables import Row
@@ -382,7 +383,8 @@ def load_runs(runs: Iterable[str | Path], table: str = "episodes", source: bool 
     The raw reader under ``surfbench.load`` (bench/store/reader.py), kept for scripts and tests: it neither checks
     ``run.json`` nor leaves out rows of an older cell identity, and reads one table per call. For analysis,
     ``surfbench.load(*runs)`` gives the same columns as ``.episodes``, ``.steps`` and ``.calls``, checked.
-    JSON-encoded list columns (tags, error_types, ...) stay strings; ``json.loads`` them as needed.
+    JSON-encoded list columns (tags, error_types, ...) stay strings; ``json.loads`` them as needed. The episodes'
+    ``outcome`` is an ``EpisodeOutcome`` (bench.store.outcomes: filled from the error text for older runs).
     ``source``: add ``_part_mtime``, when each row's part file was written (to keep the newest of
     duplicated rows).
     """
@@ -408,4 +410,5 @@ def load_runs(runs: Iterable[str | Path], table: str = "episodes", source: bool 
                 frames.append(frame)
     if not frames:
         return pd.DataFrame()
-    return pd.concat(frames, ignore_index=True)
+    frame = pd.concat(frames, ignore_index=True)
+    return with_outcomes(frame) if table == "episodes" else frame  # typed; runs before records v8: LEGACY

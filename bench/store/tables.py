@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import Field, dataclass, field, fields, is_dataclass
 from typing import Any, SupportsFloat, SupportsIndex, SupportsInt
 
-from surfbench.bench.contracts.records import DOC, CallRecord, StepRecord, doc
+from surfbench.bench.contracts.records import DOC, CallRecord, EpisodeOutcome, StepRecord, doc
 
 FLATTEN = "flatten"
 """Field-metadata key: this field is a record whose fields are the row's columns."""
@@ -159,7 +159,7 @@ class EpisodeRow(Row):
     error_types: list[str] = field(metadata=doc("Error types the episode had (bench.base.taxonomy), in order."))
     failures: list[str] = field(metadata=doc("Lines explaining each failed check."))
     final_text: str | None = field(metadata=doc("The last text-only answer, or None."))
-    error: str | None = field(metadata=doc("A harness error (or context overflow) that ended the episode."))
+    error: str | None = field(metadata=doc("Why it ended early, as a message (how it ended, typed: outcome)."))
     traceback: str | None = field(metadata=doc("The harness error's traceback."))
     attempts: int | None = field(default=None, metadata=doc("Times the episode ran (endpoint failures rerun it)."))
     disk_peak_bytes: int | None = field(metadata=doc("A sandboxed backend's peak disk use, bytes."))
@@ -199,6 +199,12 @@ class EpisodeRow(Row):
     )
     instance_right: int | None = field(
         default=None, metadata=doc("Of those, the calls that reached the instance the task names (or the default).")
+    )
+    outcome: EpisodeOutcome = field(
+        metadata=doc(
+            "How it ended: ran, does_not_fit, context_overflow or harness_error (bench.contracts.records."
+            "EpisodeOutcome); runs before records v8 get it from their error text when read (bench.store.outcomes)."
+        )
     )
 
 

@@ -23,6 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from surfbench.bench.contracts.records import EpisodeOutcome
 from surfbench.bench.report.report_data import (
     CELL_KEYS,
     CellRow,
@@ -113,11 +114,14 @@ def missing(value: object) -> bool:
 
 
 def outcome(row: Mapping[str, object] | pd.Series) -> str:
-    """``error`` (a harness error or context overflow ended it), ``pass`` (every check holds) or ``fail``.
+    """``error`` (it did not run to its end), ``pass`` (every check holds) or ``fail``.
+
+    ``error``: its ``outcome`` column is not ``ran`` (a harness error, a context overflow, does not fit).
 
     ``row``: an episodes row (a dict, or a row of the frame).
     """
-    if not missing(row.get("error")) and str(row.get("error")):
+    ended = row.get("outcome")
+    if not missing(ended) and ended != EpisodeOutcome.RAN:
         return "error"
     return "pass" if bool(row.get("success")) else "fail"
 

@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from surfbench.bench.contracts.records import EpisodeOutcome
 from surfbench.bench.report.viewer_links import cell_path, episode_path, task_path
 from surfbench.bench.view.episode_page import StepView, checks, first_tries, steps, system_text
 from surfbench.bench.view.html import badge, details, esc, link, number, page, pre, table
@@ -346,12 +347,20 @@ def _arguments(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+ENDINGS: dict[str, str] = {
+    EpisodeOutcome.HARNESS_ERROR: "Harness error",
+    EpisodeOutcome.CONTEXT_OVERFLOW: "Context overflow",
+    EpisodeOutcome.DOES_NOT_FIT: "Does not fit (never sent)",
+}
+"""How an episode page names the error that ended an episode, by its ``outcome``."""
+
+
 def _ending(row: dict[str, object], summary: dict[str, object]) -> str:
     out = "<h2>End</h2>"
     final = row.get("final_text")
     out += "<p>Final answer:</p>" + pre(final) if not missing(final) else "<p>No final text answer.</p>"
     if not missing(row.get("error")):
-        out += "<p>Harness error:</p>" + pre(row.get("error"))
+        out += f"<p>{ENDINGS.get(str(row.get('outcome')), 'Error')}:</p>" + pre(row.get("error"))
         trace = row.get("traceback") or summary.get("traceback")
         if not missing(trace):
             out += details("traceback", pre(trace))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+from surfbench.bench.contracts.records import EpisodeOutcome
 from surfbench.bench.run.progress import outcome, plain_progress
 
 EPISODE = {
@@ -17,6 +18,7 @@ EPISODE = {
     "failures": [],
     "error_types": [],
     "error": None,
+    "outcome": EpisodeOutcome.RAN,
     "stuck": False,
 }
 
@@ -41,10 +43,11 @@ def test_without_a_failure_text_the_error_types_are_named_once_each():
     )
 
 
-def test_a_harness_error_and_a_stuck_stop_are_said():
-    assert outcome({**EPISODE, "error": "context_overflow: 17000 > 16384"}).startswith(
-        "failed (harness error: context_overflow"
-    )
+def test_a_harness_error_a_context_overflow_and_a_stuck_stop_are_said():
+    harness = {**EPISODE, "error": "KeyError: 'x'", "outcome": EpisodeOutcome.HARNESS_ERROR}
+    assert outcome(harness) == "failed (harness error: KeyError: 'x')"
+    overflow = {**EPISODE, "error": "context_overflow: 17000 > 16384", "outcome": EpisodeOutcome.CONTEXT_OVERFLOW}
+    assert outcome(overflow) == "failed (context_overflow: 17000 > 16384)"  # an outcome, not a harness error
     assert outcome({**EPISODE, "stuck": True, "error_types": ["schema_invalid"]}) == (
         "failed (stuck, stopped; schema_invalid)"
     )

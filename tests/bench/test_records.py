@@ -32,6 +32,7 @@ REFERENCE = ROOT / "results" / "reference"
 # Records v5 added the episodes' instance_calls and instance_right (pass-through parameters), at the end.
 # Records v6 added the steps' tool_hashes (the tool block as sent; the texts in the run's tools table), at the end.
 # Records v7 added the steps' server_cache_n, server_prompt_n and slot (llama-server's own counts), at the end.
+# Records v8 added the episodes' outcome (an EpisodeOutcome; older runs get it in bench.store.outcomes), at the end.
 WRITTEN = {
     "episodes": "episode_key:string run:string suite:string task_id:string split:string tags:string surface:string "
     "surface_config:string surface_kind:string model:string model_config:string cell_id:string task_hash:string "
@@ -46,7 +47,7 @@ WRITTEN = {
     "cache_hits:int64 error_types:string failures:string final_text:string error:string traceback:string "
     "attempts:int64 disk_peak_bytes:int64 memory_peak_bytes:int64 expected_ops:string call_share:double "
     "state_share:double min_round_trips:int64 efficiency:double policy_denials:int64 policy_asked:int64 "
-    "policy_recovered:bool instance_calls:int64 instance_right:int64",
+    "policy_recovered:bool instance_calls:int64 instance_right:int64 outcome:string",
     "steps": "episode_key:string step:int64 request_bytes:int64 request_bytes_source:string prompt_tokens:int64 "
     "prompt_tokens_est:int64 cached_prompt_tokens:int64 completion_tokens:int64 latency_s:double tools_shown:int64 "
     "tool_block_bytes:int64 prefix_hash:string tool_calls:int64 overhead:bool parse_format:string "

@@ -199,15 +199,17 @@ def test_run_records_does_not_fit_without_calling_the_model_and_grows_the_catalo
 def test_scale_points_mark_cells_that_do_not_fit():
     import pandas as pd
 
+    from surfbench.bench.contracts.records import EpisodeOutcome
     from surfbench.bench.report.scale_figure import scale_points
 
     base = {"model": "m", "expected_calls": 1, "prompt_tokens_per_step": 100.0, "latency_s": 1.0}
     frame = pd.DataFrame(
         [
-            {**base, "surface": "full", "cell_id": "a", "error": None, "first_try_correct": 1,
-             "selection_correct": True},
+            {**base, "surface": "full", "cell_id": "a", "error": None, "outcome": EpisodeOutcome.RAN,
+             "first_try_correct": 1, "selection_correct": True},
             {**base, "surface": "full[grow=4096]", "cell_id": "b", "error": "does not fit: x",
-             "first_try_correct": 0, "selection_correct": False, "prompt_tokens_per_step": None},
+             "outcome": EpisodeOutcome.DOES_NOT_FIT, "first_try_correct": 0, "selection_correct": False,
+             "prompt_tokens_per_step": None},
         ]
     )  # fmt: skip
     points = scale_points(frame, {"a": 96, "b": 4096})

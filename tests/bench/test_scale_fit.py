@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 from surfbench.bench.catalog.provider_limits import ProviderLimits, predict_fit
-from surfbench.bench.run.fit import DOES_NOT_FIT_PREFIX
-from surfbench.bench.score.scorer import is_context_overflow
+from surfbench.bench.contracts.records import EpisodeOutcome
+from surfbench.bench.store.outcomes import LEGACY_DOES_NOT_FIT, legacy_outcome
 
 TINY = {"provider": "scripted", "script_suite": "forge", "params_b": 0.0, "mode": "native",
         "limits": {"context_window": 4000}}  # fmt: skip
@@ -33,9 +33,10 @@ def run_tiny(tmp_path: Path) -> Path:
     return store.root
 
 
-def test_the_recorded_error_names_its_type():
+def test_the_recorded_error_names_its_type_and_older_runs_are_typed_by_it():
     why = predict_fit(["word " * 3000], 512, ProviderLimits(context_window=1024)).why()
-    assert why.startswith(DOES_NOT_FIT_PREFIX) and is_context_overflow(why)
+    assert why.startswith(LEGACY_DOES_NOT_FIT) and "context_overflow" in why
+    assert legacy_outcome(why) is EpisodeOutcome.DOES_NOT_FIT  # the legacy path keeps reading it
 
 
 def test_does_not_fit_is_counted_as_such_not_as_a_harness_error(tmp_path: Path):
@@ -48,7 +49,10 @@ def test_does_not_fit_is_counted_as_such_not_as_a_harness_error(tmp_path: Path):
     frame = load_runs([run])
     full = frame[frame["surface"] == "full"]
     core = frame[frame["surface"] == "core"]
-    assert len(full) == 2 and full["error"].str.startswith(DOES_NOT_FIT_PREFIX).all()
+    assert len(full) == 2 and full["error"].str.startswith(LEGACY_DOES_NOT_FIT).all()
+    assert all(type(o) is EpisodeOutcome for o in frame["outcome"])  # written with the episode, read back typed
+    assert list(full["outcome"]) == [EpisodeOutcome.DOES_NOT_FIT] * 2
+    assert list(frame[frame["surface"] == "core"]["outcome"]) == [EpisodeOutcome.RAN] * 2
     types = [json.loads(t) for t in full["error_types"]]
     assert all("context_overflow" in t and "harness_error" not in t for t in types), types
     assert len(core) == 2 and core["error"].isna().all() and (core["round_trips"] > 0).all()
