@@ -120,7 +120,9 @@ class ModelConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def stop_in_step(self, mode: str) -> int | None:
-        """The stop inside a step for a cell in ``mode``: this config's ``stop_on_repeated_call`` in prompted mode,
-        off in native mode (a native call arrives as structured deltas, no text to read), so a shipped config with
-        the stop on runs ``mode=native`` with it off and without it in the cell's identity."""
+        """The stop inside a step for a cell in ``mode``: ``stop_on_repeated_call`` in prompted mode, else None.
+
+        Off in native mode (a native call arrives as structured deltas, no text to read), so a shipped config with
+        the stop on runs ``mode=native`` with it off and without it in the cell's identity.
+        """
         return self.stop_on_repeated_call if mode == "prompted" else None

@@ -167,5 +167,7 @@ def test_a_prompt_cache_breakpoint_is_part_of_the_model_identity_and_its_absence
 
     plain = model_identity(ModelConfig(name="x", provider="litellm", model="anthropic/x"), "native")
     assert "cache_control" not in plain, "runs recorded before the option keep their cell ids"
-    cached = model_identity(ModelConfig(name="x", provider="litellm", model="anthropic/x", cache_control="tools"), "native")
+    cached = model_identity(
+        ModelConfig(name="x", provider="litellm", model="anthropic/x", cache_control="tools"), "native"
+    )
     assert cached["cache_control"] == "tools" and cached != plain

@@ -83,14 +83,29 @@ FAKE = textwrap.dedent(
                 call = {{"id": "c1", "type": "function", "function": {{"name": tools[0]["function"]["name"],
                                                                       "arguments": "{{}}"}}}}
                 message = {{"role": "assistant", "content": None, "tool_calls": [call]}}
+            usage = {{"prompt_tokens": len(words), "completion_tokens": 1, "total_tokens": len(words) + 1,
+                     "prompt_tokens_details": {{"cached_tokens": cached}}}}
+            timings = {{"cache_n": cached, "prompt_n": len(words) - cached, "predicted_n": 1,
+                       "prompt_ms": 2.0, "prompt_per_second": 500.0 * (len(words) - cached),
+                       "predicted_ms": 50.0, "predicted_per_second": 20.0}}
+            if req.get("stream"):  # server-sent events, as llama-server streams (the stop inside a step asks so)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                chunks = [
+                    {{"choices": [{{"index": 0, "delta": {{"content": message.get("content") or ""}}}}],
+                      "timings": timings}},
+                    {{"choices": [{{"index": 0, "delta": {{}}, "finish_reason": "stop"}}], "usage": usage,
+                      "timings": timings}},
+                ]
+                for chunk in chunks:
+                    self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\\n\\n")
+                self.wfile.write(b"data: [DONE]\\n\\n")
+                return
             self._send({{
                 "id": "x", "object": "chat.completion", "created": 0, "model": opt("--alias"),
                 "choices": [{{"index": 0, "finish_reason": "stop", "message": message}}],
-                "usage": {{"prompt_tokens": len(words), "completion_tokens": 1, "total_tokens": len(words) + 1,
-                          "prompt_tokens_details": {{"cached_tokens": cached}}}},
-                "timings": {{"cache_n": cached, "prompt_n": len(words) - cached, "predicted_n": 1,
-                            "prompt_ms": 2.0, "prompt_per_second": 500.0 * (len(words) - cached),
-                            "predicted_ms": 50.0, "predicted_per_second": 20.0}},
+                "usage": usage, "timings": timings,
             }})
 
     ThreadingHTTPServer(("127.0.0.1", int(opt("--port"))), H).serve_forever()
