@@ -241,7 +241,7 @@ class Program:
         return ProgramResult(text, error_type, *self.peaks)
 
 
-def _reply(ok: bool, value: Any) -> bytes:
+def _reply(ok: bool, value: object) -> bytes:
     """One reply line, redacted: a secret in a value is redacted where JSON holds it (strings, escaped)."""
     body = {"ok": True, "value": value} if ok else {"ok": False, "error": str(value)}
     try:

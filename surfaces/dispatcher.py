@@ -113,7 +113,7 @@ class Dispatcher:
     def hint(self, name: str) -> str:
         return f'Call {self.help_name} {{"operation": "{name}"}} for its schema.'
 
-    def _unknown(self, tool: str, name: Any) -> Dispatch:
+    def _unknown(self, tool: str, name: object) -> Dispatch:
         near = closest(str(name), self.ops)
         tip = f" Nearest: {', '.join(near)}." if near else ""
         text = f"Unknown operation {short(name)}.{tip} {self.hint(near[0] if near else 'NAME')}"

@@ -24,7 +24,7 @@ import pytest
 from tests.conftest import ROOT
 
 FOLDERS = ("bench", "surfaces")
-CEILING = 10.5
+CEILING = 10.0
 """The share (percent, rounded up to one decimal) that may have ``Any`` in their signature.
 
 The issue's target is 10%. The ceiling only goes down: lower it to the share you reach when you type more

@@ -23,6 +23,7 @@ import yaml
 
 from surfbench.bench.authoring.scaffold import check_suite, init_suite
 from surfbench.bench.authoring.scaffold_mcp import init_mcp_suite, live_lines
+from surfbench.bench.base.argtypes import ParserT
 from surfbench.bench.base.config import group_names
 from surfbench.bench.mcp.mcp_spec import McpError, ServerSpec
 
@@ -95,7 +96,9 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_authoring_commands(sub: Any, add_server_options: ServerOptions, server_spec: ServerNamed) -> None:
+def add_authoring_commands(
+    sub: argparse._SubParsersAction[ParserT], add_server_options: ServerOptions, server_spec: ServerNamed
+) -> None:
     """The ``init`` and ``check`` subcommands, on the ``surfbench`` parser's subparsers.
 
     ``add_server_options`` and ``server_spec``: the front ends' live-server options and the server they name.

@@ -60,7 +60,7 @@ def server_mapping(spec: ServerSpec) -> dict[str, Any]:
     return found
 
 
-def _flow(value: Any) -> str:
+def _flow(value: object) -> str:
     """``value`` as YAML on one line (a list or mapping in flow style)."""
     return str(yaml.safe_dump([value], default_flow_style=True, width=10**6, allow_unicode=True)).strip()[1:-1]
 
@@ -308,7 +308,7 @@ def init_mcp_suite(
     return name, len(live.catalog), placement, copied
 
 
-def _brief(result: Any, width: int = 100) -> str:
+def _brief(result: object, width: int = 100) -> str:
     """A tool result on one line, cut to ``width`` characters, with its length when cut."""
     text = " ".join(str(result).split())
     return json.dumps(text if len(text) <= width else text[:width] + "...", ensure_ascii=False) + (

@@ -7,6 +7,14 @@ bench/synth/synth_cli.py) parse with them, and a room may not import the front e
 from __future__ import annotations
 
 import argparse
+from typing import TypeVar
+
+ParserT = TypeVar("ParserT", bound=argparse.ArgumentParser)
+"""The ``surfbench`` parser's class: its subparsers (``argparse._SubParsersAction[ParserT]``) make parsers of it.
+
+A command that adds its subcommands takes ``sub: argparse._SubParsersAction[ParserT]``: the class is invariant, so
+the parser's own subclass must pass through (the bare name is subscriptable for the type checker only).
+"""
 
 
 def positive_int(text: str) -> int:

@@ -134,7 +134,7 @@ def surface_config(name: str, data: dict[str, Any] | None = None) -> SurfaceConf
     return SurfaceConfig(name=str(data.get("name", name)), kind=kind, params=params)
 
 
-def shown(value: Any) -> str:
+def shown(value: object) -> str:
     """A value as it would be written in an override (``null``, ``true``, ``abc``), for messages."""
     from omegaconf import OmegaConf
 

@@ -42,7 +42,7 @@ def closest(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:
     return found
 
 
-def short(value: Any, limit: int = 60) -> str:
+def short(value: object, limit: int = 60) -> str:
     """Compact JSON for a value, cut to ``limit`` characters."""
     try:
         text = json.dumps(value, ensure_ascii=False)
@@ -63,7 +63,7 @@ MAX_NODES = 200_000
 """Most values walked in one task or schema: YAML aliases can make a small file expand without bound."""
 
 
-def json_problem(value: Any, *, plain: bool = True, max_depth: int = MAX_DEPTH) -> str | None:
+def json_problem(value: object, *, plain: bool = True, max_depth: int = MAX_DEPTH) -> str | None:
     """Why ``value`` is not usable JSON data, or None when it is.
 
     Walks iteratively (a 5,000-level document must not raise RecursionError here). Always checks the
@@ -147,7 +147,7 @@ _JSON_TYPES = {
 }
 
 
-def json_type_name(value: Any) -> str:
+def json_type_name(value: object) -> str:
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):
@@ -300,7 +300,7 @@ def _check_scalar(value: Any, schema: Mapping[str, Any], path: str, issues: list
                 issues.append(ArgIssue("constraint", path, f"argument '{path}' must match /{pattern}/"))
 
 
-def _valid(value: Any, schema: Any) -> bool:
+def _valid(value: object, schema: object) -> bool:
     probe: list[ArgIssue] = []
     if isinstance(schema, Mapping):
         _check(value, schema, "", probe)

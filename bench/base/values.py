@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 
-def missing(value: Any) -> bool:
+def missing(value: object) -> bool:
     """None, a float NaN, or pandas' NA (whose ``str`` is ``<NA>``: no pandas import for the check)."""
     return value is None or (isinstance(value, float) and math.isnan(value)) or str(value) == "<NA>"
 

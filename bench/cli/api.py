@@ -210,7 +210,7 @@ def _name(key: str, name: str) -> str:
     return name
 
 
-def _value(value: Any) -> str:
+def _value(value: object) -> str:
     """``value`` as a Hydra override value that reads back as the same value (strings quoted when needed)."""
     if value is None or isinstance(value, bool):
         return "null" if value is None else str(value).lower()

@@ -23,9 +23,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from surfbench.bench.base.argtypes import positive_int
+from surfbench.bench.base.argtypes import ParserT, positive_int
 from surfbench.bench.base.atomic import out_file, write_atomic
 from surfbench.bench.base.config import (
     SHIPPED_CONFIGS,
@@ -251,7 +251,7 @@ def _diff(args: argparse.Namespace) -> int:
     return code
 
 
-def add_diff_command(sub: Any) -> None:
+def add_diff_command(sub: argparse._SubParsersAction[ParserT]) -> None:
     """``surfbench diff``, on the ``surfbench`` parser's subparsers."""
     from surfbench.bench.report.diff_format import FORMATS
     from surfbench.bench.suites.suite_model import SPLITS

@@ -6,8 +6,8 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
+from surfbench.bench.base.argtypes import ParserT
 from surfbench.bench.base.atomic import out_file
 from surfbench.bench.catalog.catalog import Catalog
 from surfbench.bench.mcp.mcp_spec import STARTUP_TIMEOUT_S, McpError, ServerSpec, from_command
@@ -97,7 +97,7 @@ def _dump(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: Any) -> None:
+def add_commands(sub: argparse._SubParsersAction[ParserT]) -> None:
     """``surfbench catalog dump``: pin a live server's tool list to a file the MCP importer reads back."""
     p = sub.add_parser("catalog", help="catalog tools: surfbench catalog dump --mcp 'COMMAND' --out tools.json")
     inner = p.add_subparsers(dest="catalog_command", required=True)

@@ -7,8 +7,8 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any
 
+from surfbench.bench.base.argtypes import ParserT
 from surfbench.bench.base.atomic import out_file, write_atomic
 
 
@@ -25,7 +25,7 @@ def comma_ints(text: str) -> list[int]:
     return values
 
 
-def add_scale_commands(sub: Any) -> None:
+def add_scale_commands(sub: argparse._SubParsersAction[ParserT]) -> None:
     """The ``retrieval`` and ``pool`` subcommands, on the ``surfbench`` parser's subparsers."""
     p = sub.add_parser("retrieval", help="recall@k, MRR, nDCG@10 of the retrievers on a suite's tasks (no model)")
     p.add_argument("--suite", required=True, help="suite name or folder (e.g. forge)")

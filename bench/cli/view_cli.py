@@ -6,10 +6,11 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+
+from surfbench.bench.base.argtypes import ParserT
 
 
-def add_view_commands(sub: Any) -> None:
+def add_view_commands(sub: argparse._SubParsersAction[ParserT]) -> None:
     """Add ``view`` to the ``surfbench`` subcommands."""
     p = sub.add_parser(
         "view",

@@ -28,10 +28,15 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.base.validation import closest
+
+if TYPE_CHECKING:
+    import argparse
+
+    from surfbench.bench.base.argtypes import ParserT
 
 KINDS: dict[str, str] = {"surfaces": "surface kind", "suites": "suite", "checks": "check", "providers": "provider"}
 """Each kind of plugin and the word its messages use for one."""
@@ -223,7 +228,7 @@ def _load_point(kind: str, point: Any) -> Any:
         ) from exc
 
 
-def _is_surface(obj: Any) -> bool:
+def _is_surface(obj: object) -> bool:
     from surfbench.bench.contracts.surface import Surface  # the contract; imported here to keep this module light
 
     return isinstance(obj, type) and issubclass(obj, Surface)
@@ -279,10 +284,10 @@ def format_listing(kinds: list[str] | None = None) -> str:
     return "\n".join(lines)
 
 
-def add_commands(sub: Any) -> None:
+def add_commands(sub: argparse._SubParsersAction[ParserT]) -> None:
     """``surfbench plugins [KIND]`` on the CLI's subparsers."""
 
-    def run(args: Any) -> int:
+    def run(args: argparse.Namespace) -> int:
         print(format_listing([args.kind] if args.kind else None))
         return 0
 

@@ -110,13 +110,13 @@ def load_diff_criteria(path: Path) -> DiffCriteria:
     return DiffCriteria(str(data.get("name") or path.stem), str(path), str(data.get("description") or ""), crits)
 
 
-def _number(where: str, value: Any) -> float:
+def _number(where: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ConfigError(f"{where}.value: {value!r} must be a number")
     return float(value)
 
 
-def _whole(where: str, key: str, value: Any, low: int) -> int:
+def _whole(where: str, key: str, value: object, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value < low:
         raise ConfigError(f"{where}.{key}: {value!r} must be a whole number, {low} or more")
     return int(value)
@@ -142,7 +142,7 @@ def _value(where: str, kind: str, raw: Mapping[str, Any]) -> float:
     return value
 
 
-def _criterion(where: str, raw: Any) -> DiffCriterion:
+def _criterion(where: str, raw: object) -> DiffCriterion:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where} must be a mapping {{kind, value, on_fail}}, not {raw!r}")
     extra = sorted(str(k) for k in set(raw) - set(CRITERION_KEYS))

@@ -113,7 +113,7 @@ MAX_CRITERIA_DEPTH = 16
 """Nesting a criteria file may have (a criterion's ``tasks: {tags: [...]}`` is 5 levels deep)."""
 
 
-def _depth(value: Any) -> int:
+def _depth(value: object) -> int:
     """How deeply lists and mappings nest in ``value`` (iterative: a pathological file cannot recurse)."""
     deepest, todo = 0, [(value, 1)]
     seen: set[int] = set()
@@ -189,7 +189,7 @@ def _check_header(path: Path, data: Mapping[str, Any]) -> None:
         raise ConfigError(f"{path}: hot_operations: {hot!r} must be a whole number of operations, 1 or more")
 
 
-def _criterion(path: Path, i: int, raw: Any, default_suite: str | None = None) -> Criterion:
+def _criterion(path: Path, i: int, raw: object, default_suite: str | None = None) -> Criterion:
     where = f"{path}: criteria[{i}]"
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where} must be a mapping {{kind, value, on_fail}}, not {raw!r}")
@@ -223,7 +223,7 @@ def _criterion(path: Path, i: int, raw: Any, default_suite: str | None = None) -
     return Criterion(str(kind), float(value), str(on_fail), tuple(tags or ()), sequential, profile, suite)
 
 
-def _profile(where: str, kind: str, name: Any, sequential: bool) -> str | None:
+def _profile(where: str, kind: str, name: object, sequential: bool) -> str | None:
     """``profile:`` checked: a cache profile, required by (and only for) the criteria judged under one."""
     from surfbench.bench.models.cache_profiles import PROFILES
 
@@ -249,7 +249,7 @@ def threshold_to_unit(value: float, kind: str) -> float:
     return (value + 1.0) / 2.0
 
 
-def _sequential(where: str, kind: str, value: float, flag: Any) -> bool:
+def _sequential(where: str, kind: str, value: float, flag: object) -> bool:
     """``sequential:`` checked: true or false, on a kind judged on pairs, with a threshold the test can take."""
     if not isinstance(flag, bool):
         raise ConfigError(f"{where}.sequential: {flag!r} must be true or false")

@@ -68,7 +68,7 @@ class LoopSettings:
     """End the episode at the K-th consecutive identical repeat of a failing step (bench.score.stuck); None: never."""
 
 
-def _result_text(value: Any) -> str:
+def _result_text(value: object) -> str:
     text = value if isinstance(value, str) else compact_json(value)
     return text if len(text) <= RESULT_CHARS else text[:RESULT_CHARS] + f"... [cut at {RESULT_CHARS} characters]"
 
@@ -406,7 +406,7 @@ def transcript_lines(trace: EpisodeTrace) -> list[str]:
     return lines
 
 
-def _json_line(value: Any) -> str:
+def _json_line(value: object) -> str:
     """Readable UTF-8 JSON; text a model sent that is not valid Unicode is kept, as JSON escapes."""
     line = json.dumps(value, ensure_ascii=False, default=str)
     try:

@@ -62,7 +62,7 @@ class StepOutput:
     text: str
 
 
-def canonical_arguments(arguments: Any) -> str:
+def canonical_arguments(arguments: object) -> str:
     """Arguments as canonical JSON; a JSON string is decoded first, other strings are kept as they are.
 
     Never raises: text too deeply nested to decode is compared as it was sent.

@@ -163,12 +163,13 @@ class EpisodeCalls:
         return self.first_try, self.selection, self.success
 
 
-def _canonical(arguments: Any) -> str:
+def _canonical(arguments: object) -> str:
     if isinstance(arguments, str):
+        text = arguments
         try:
-            arguments = json.loads(arguments)
+            arguments = json.loads(text)
         except ValueError:
-            return arguments
+            return text
     return json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 

@@ -15,11 +15,11 @@ import sys
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, TypeVar
+from typing import TYPE_CHECKING, TextIO
 
 import yaml
 
-from surfbench.bench.base.argtypes import positive_int
+from surfbench.bench.base.argtypes import ParserT, positive_int
 from surfbench.bench.base.atomic import output_problem
 from surfbench.bench.base.atomic import staged as staged_file
 
@@ -297,11 +297,7 @@ def _synth(args: argparse.Namespace) -> int:
     return 0
 
 
-_ParserT = TypeVar("_ParserT", bound=argparse.ArgumentParser)
-"""The ``surfbench`` parser's class (its subparsers make parsers of it)."""
-
-
-def add_synth_command(sub: argparse._SubParsersAction[_ParserT]) -> None:
+def add_synth_command(sub: argparse._SubParsersAction[ParserT]) -> None:
     """The ``synth`` subcommand, on the ``surfbench`` parser's subparsers."""
     p = sub.add_parser("synth", help="verified tasks from a suite's catalog and world (split synth)")
     p.add_argument("suite", metavar="SUITE", help="a suite's name or folder")
