@@ -46,7 +46,8 @@ model: setup
 
 # The main job: what each surface costs on the wire (static, no model), then a small comparison on the
 # embedded model (three surfaces x six forge tasks, 12 to 20 minutes on 2 quiet cores), its report and the gate's
-# decision. A re-run resumes: episodes already in results/front-door are not run again.
+# decision. A re-run resumes: episodes already in results/front-door are not run again (cells recorded with other
+# model settings, e.g. before the stop inside a step became the default, run again; the report reads the new ones).
 run: model
 	$(SURFBENCH) surfaces --catalog examples/gitea96.mcp.json --out results/surfaces-gitea96.csv
 	$(SURFBENCH) run -m +sweep=front model=$(MODEL)

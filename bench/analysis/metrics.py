@@ -269,8 +269,14 @@ def _mean(values: Iterable[object]) -> float | None:
 
 
 def _ended(rows: list[Mapping[str, object]], outcome: EpisodeOutcome) -> int:
-    """Episodes whose ``outcome`` is ``outcome`` (a row without the column, built by hand, counts as none)."""
-    return sum(1 for r in rows if r.get("outcome") == outcome)
+    """Episodes whose ``outcome`` is ``outcome``.
+
+    A row without the column (read outside ``load_runs`` from a run before records v8) is typed from its error text,
+    bench.store.outcomes' legacy path.
+    """
+    from surfbench.bench.store.outcomes import typed_outcome
+
+    return sum(1 for r in rows if typed_outcome(r.get("outcome"), r.get("error")) == outcome)
 
 
 def summarize_cell(rows: list[Mapping[str, object]]) -> CellSummary:

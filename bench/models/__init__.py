@@ -74,12 +74,20 @@ def model_config(name: str, data: Mapping[str, object] | None = None) -> ModelCo
             f"{origin('stop_on_repeated_call', cfg.stop_on_repeated_call)}: the answer is streamed from an "
             "OpenAI-compatible endpoint and cut there: local models, or `model: openai/NAME` with an api_base"
         )
-    stop_set = shipped is None or shipped.get("stop_on_repeated_call") != cfg.stop_on_repeated_call
-    if cfg.stop_on_repeated_call is not None and cfg.mode != "prompted" and stop_set:
-        # the shipped value is a prompted-mode default, off in native mode (bench.run.cell); one asked for is refused
+    # the shipped stop is a default for prompted mode on llama-server: off where it cannot work (stop_in_step); one
+    # asked for there (an override, or a file that also sets that mode or engine) is refused
+    from_file = shipped is not None and shipped.get("stop_on_repeated_call") == cfg.stop_on_repeated_call
+    file_mode, file_server = (shipped or {}).get("mode", "native"), (shipped or {}).get("server", "llama-server")
+    if cfg.stop_on_repeated_call is not None and cfg.mode != "prompted" and not (from_file and file_mode == "prompted"):
         raise ConfigError(
             f"{origin('stop_on_repeated_call', cfg.stop_on_repeated_call)}: the stop reads calls written as "
             "text: prompted mode only (mode: prompted)"
+        )
+    local_other = cfg.provider == "local" and cfg.server != "llama-server"
+    if cfg.stop_on_repeated_call is not None and local_other and not (from_file and file_server == "llama-server"):
+        raise ConfigError(
+            f"{origin('stop_on_repeated_call', cfg.stop_on_repeated_call)}: a local model's stop needs "
+            f"server: llama-server ({cfg.server}'s streamed answers carry no token counts)"
         )
     if cfg.flash_attn != "off" and (cfg.provider != "local" or cfg.server != "llama-server"):
         raise ConfigError(

@@ -120,9 +120,12 @@ class ModelConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def stop_in_step(self, mode: str) -> int | None:
-        """The stop inside a step for a cell in ``mode``: ``stop_on_repeated_call`` in prompted mode, else None.
+        """The stop inside a step for a cell in ``mode``: ``stop_on_repeated_call`` where it can work, else None.
 
-        Off in native mode (a native call arrives as structured deltas, no text to read), so a shipped config with
-        the stop on runs ``mode=native`` with it off and without it in the cell's identity.
+        Off in native mode (a native call arrives as structured deltas, no text to read) and on a local model served
+        by ``llama-cpp-python`` (its streamed answers carry no token counts), so a shipped config with the stop on
+        runs ``mode=native`` or ``model.server=llama-cpp-python`` with it off and without it in the cell's identity.
         """
-        return self.stop_on_repeated_call if mode == "prompted" else None
+        if mode != "prompted" or (self.provider == "local" and self.server != "llama-server"):
+            return None
+        return self.stop_on_repeated_call

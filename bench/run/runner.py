@@ -82,6 +82,13 @@ def resolve_cell(
         raise ValueError(f"mode must be 'native' or 'prompted', got {mode!r}")
     if spec.order not in ("cache", "naive"):
         raise ValueError(f"order must be 'cache' or 'naive', got {spec.order!r}")
+    if mode != "prompted" and model_cfg.stop_on_repeated_call is not None:  # the run's mode= over the config's
+        file_stop = (_shipped("model", spec.model) or {}).get("stop_on_repeated_call")
+        if file_stop != model_cfg.stop_on_repeated_call:  # asked for, not the file's default (off in native mode)
+            raise ConfigError(
+                f"mode={mode} with model.stop_on_repeated_call={model_cfg.stop_on_repeated_call}: the stop reads "
+                "calls written as text, in prompted mode only; drop the override or set mode=prompted"
+            )
     surface_label = spec.surface
     model_label = spec.model
     if surface_data is not None:
@@ -103,10 +110,14 @@ def resolve_cell(
             if base_model.provider == "scripted" and base_model.script_suite is None:  # model=oracle: this suite's
                 base_model = replace(base_model, script_suite=spec.suite)
             fields_ = [f for f in MODEL_IDENTITY_FIELDS if f != "mode"]  # the mode has its own column
+            fields_ += ["repeat_penalty", "server", "flash_attn", "cache_control"]  # in the identity when set
             model_label = label(
                 model_cfg.name,
-                {f: getattr(model_cfg, f) for f in fields_},
-                {f: getattr(base_model, f) for f in fields_},
+                {**{f: getattr(model_cfg, f) for f in fields_}, "stop_on_repeated_call": model_cfg.stop_in_step(mode)},
+                {
+                    **{f: getattr(base_model, f) for f in fields_},
+                    "stop_on_repeated_call": base_model.stop_in_step(mode),
+                },
             )
     if spec.grow:  # cells of a scale sweep differ only in their catalog: the label tells them apart
         surface_label = grown_label(surface_label, spec.grow)

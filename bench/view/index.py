@@ -34,6 +34,7 @@ from surfbench.bench.report.report_data import (
     resolve_baseline,
 )
 from surfbench.bench.report.viewer_links import cell_id, page_name
+from surfbench.bench.store.outcomes import typed_outcome
 from surfbench.bench.store.reader import Runs, load
 from surfbench.bench.store.results import ResultsError, key_stem
 from surfbench.bench.store.transcripts import LOOSE, PACKED, SUFFIX, read_transcript
@@ -120,8 +121,9 @@ def outcome(row: Mapping[str, object] | pd.Series) -> str:
 
     ``row``: an episodes row (a dict, or a row of the frame).
     """
-    ended = row.get("outcome")
-    if not missing(ended) and ended != EpisodeOutcome.RAN:
+    recorded = row.get("outcome")
+    ended = typed_outcome(None if missing(recorded) else recorded, row.get("error"))  # LEGACY rows: from the error
+    if ended != EpisodeOutcome.RAN:
         return "error"
     return "pass" if bool(row.get("success")) else "fail"
 

@@ -191,21 +191,35 @@ def test_the_setting_is_part_of_the_cells_identity_only_when_on() -> None:
     assert on == {**off, "stop_on_repeated_call": 2}
 
 
-def test_the_shipped_stop_is_off_in_native_mode_and_out_of_the_identity_there() -> None:
-    """The embedded configs ship the stop on (prompted mode); ``model.mode=native`` runs them with it off."""
+def test_the_shipped_stop_is_off_where_it_cannot_work_and_refused_where_asked_for() -> None:
+    """The embedded configs ship the stop on (prompted mode on llama-server); a run in native mode or on
+    llama-cpp-python gets it off (settings, identity, label), and one that asks for it there is refused."""
     from surfbench.bench.base.config import read_group_config
-    from surfbench.bench.models import model_config
-    from surfbench.bench.store.identity import model_identity
+    from surfbench.bench.run.runner import CellSpec, resolve_cell
 
     name = "qwen2.5-coder-0.5b-instruct"
-    shipped = model_config(name)
-    assert shipped.stop_on_repeated_call == 2 and shipped.stop_in_step("prompted") == 2
-    assert model_identity(shipped, "prompted")["stop_on_repeated_call"] == 2
-    native = model_config(name, {**read_group_config("model", name), "mode": "native"})  # as Hydra composes it
-    assert native.stop_in_step("native") is None and shipped.stop_in_step("native") is None
-    assert "stop_on_repeated_call" not in model_identity(native, "native")
-    with pytest.raises(ConfigError, match="prompted mode only"):  # asked for in native mode: refused, not ignored
-        model_config(name, {**read_group_config("model", name), "mode": "native", "stop_on_repeated_call": 3})
+    shipped = read_group_config("model", name)
+    on = resolve_cell(CellSpec("forge", "core", name, split="dev", limit=1))
+    assert on.settings.stop_on_repeated_call == 2 and on.identity.model["stop_on_repeated_call"] == 2
+    native = resolve_cell(CellSpec("forge", "core", name, split="dev", limit=1, mode="native"))  # the run's mode=
+    assert native.settings.stop_on_repeated_call is None and "stop_on_repeated_call" not in native.identity.model
+    assert native.model_label == name  # the shipped config, nothing overridden
+    other = resolve_cell(CellSpec("forge", "core", name, split="dev", limit=1), model_data={**shipped,
+                         "server": "llama-cpp-python"})  # fmt: skip
+    assert other.settings.stop_on_repeated_call is None and "stop_on_repeated_call" not in other.identity.model
+    assert "server=llama-cpp-python" in other.model_label and other.identity != on.identity
+    off = resolve_cell(CellSpec("forge", "core", name, split="dev", limit=1), model_data={**shipped,
+                       "stop_on_repeated_call": None})  # fmt: skip
+    assert "stop_on_repeated_call=" in off.model_label  # two stop settings in one folder: two labels
+    with pytest.raises(ConfigError, match="prompted mode only"):  # asked for with the run's mode=native
+        resolve_cell(CellSpec("forge", "core", name, split="dev", limit=1, mode="native"),
+                     model_data={**shipped, "stop_on_repeated_call": 3})  # fmt: skip
+    with pytest.raises(ConfigError, match="prompted mode only"):  # with the model's mode=native
+        resolve_cell(CellSpec("forge", "core", name, split="dev", limit=1),
+                     model_data={**shipped, "mode": "native", "stop_on_repeated_call": 3})  # fmt: skip
+    with pytest.raises(ConfigError, match="server: llama-server"):  # on the other engine
+        resolve_cell(CellSpec("forge", "core", name, split="dev", limit=1),
+                     model_data={**shipped, "server": "llama-cpp-python", "stop_on_repeated_call": 3})  # fmt: skip
 
 
 # -- surfbench whatif stop_on_repeated_call=K: the same rule on recorded steps ---------------------------------
