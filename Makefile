@@ -45,7 +45,7 @@ model: setup
 	$(SURFBENCH) models pull $(MODEL)
 
 # The main job: what each surface costs on the wire (static, no model), then a small comparison on the
-# embedded model (three surfaces x six forge tasks, 12 to 20 minutes on 2 quiet cores), its report and the gate's
+# embedded model (three surfaces x six forge tasks, about 8 minutes on 2 cores), its report and the gate's
 # decision. A re-run resumes: episodes already in results/front-door are not run again (cells recorded with other
 # model settings, e.g. before the stop inside a step became the default, run again; the report reads the new ones).
 run: model
