@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from surfbench.bench.base.config import config_dirs, overlay_configs
+from surfbench.bench.run.overrides import run_name_problem as run_name_problem  # where callers found it first
 
 _POOL: Any = None  # one ModelPool per process: sequential cells reuse a model's server
 
@@ -129,24 +130,6 @@ def _results_dir_problem(overrides: Sequence[str]) -> str | None:
             if not os.access(parent, os.W_OK | os.X_OK):
                 return f"results directory {folder}: {parent} is not writable; choose another with results_dir=..."
             return None
-    return None
-
-
-def run_name_problem(run: Any) -> str | None:
-    """Why ``run`` cannot be a run name, or None; None and ``""`` mean the name derived from the cell.
-
-    A run is one folder directly inside ``results_dir``: no ``/`` nor backslash, no ``..``, not absolute.
-    ``run=../../x`` would write outside ``results_dir``; a nested ``run=team/a`` is refused too, so that
-    every run is found by listing ``results_dir`` (use ``results_dir=results/team run=a``).
-    """
-    if run is None or isinstance(run, bool | list | dict) or run == "":
-        return None  # not a name: bench/run/overrides.py refuses the wrong types with its own message
-    name = str(run)
-    if name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
-        return (
-            f"run={name}: must be a folder name inside results_dir (no '/', '..' or absolute path); "
-            "for a folder elsewhere, use results_dir=PARENT run=NAME"
-        )
     return None
 
 

@@ -25,23 +25,11 @@ from surfbench.bench.cli.compose import Composed, compose_run, launch_lines, unk
 from surfbench.bench.cli.session import mark_failure, model_pool, run_name_problem, session
 
 if TYPE_CHECKING:
+    from surfbench.bench.models import ModelPool
     from surfbench.bench.run.cell import Cell
+    from surfbench.bench.run.overrides import RunSettings
     from surfbench.bench.store.results import RunStore
     from surfbench.bench.store.tables import CellSummary
-
-
-def _options(node: Any) -> dict[str, Any]:
-    """``backend_options`` as Hydra composed it: a mapping of option names, or an error naming it."""
-    from omegaconf import OmegaConf
-
-    from surfbench.bench.base.config import ConfigError
-
-    value = OmegaConf.to_container(node, resolve=True) if node is not None and OmegaConf.is_config(node) else node
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ConfigError(f"backend_options={value!r}: must be a mapping, e.g. +backend_options.disk_quota_mb=512")
-    return {str(k): v for k, v in value.items()}
 
 
 @dataclass(frozen=True)
@@ -68,13 +56,13 @@ class CellRun:
 class Job:
     """A cell ready to run: resolved, its model client made, its run folder prepared and run.json written."""
 
-    cell: Any
-    """The resolved cell (bench.run.cell.Cell)."""
-    store: Any
-    """Its run folder (bench.store.results.RunStore)."""
-    pool: Any
-    settings: Any
-    """The checked top-level settings (bench.run.overrides.RunSettings)."""
+    cell: Cell
+    """The resolved cell."""
+    store: RunStore
+    """Its run folder."""
+    pool: ModelPool
+    settings: RunSettings
+    """The checked top-level settings (the cell's plan's, bench/run/plan.py)."""
     run_name: str
 
 
@@ -89,69 +77,22 @@ def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> CellRun:
 
 
 def prepare_job(cfg: Any, choices: dict[str, str], multirun: bool, sequential: bool = False) -> Job:
-    """Everything before a cell's first episode: settings checked, the cell resolved, the run folder and run.json.
+    """Everything before a cell's first episode: the cell planned (bench/run/plan.py), resolved, its folder, run.json.
 
     ``sequential``: the caller runs the cells batch by batch (``until_decided``, bench/sequential/until_decided.py).
     """
-    from surfbench.bench.base.config import ConfigError
-    from surfbench.bench.run.overrides import run_settings
-    from surfbench.bench.run.runner import CellSpec, resolve_cell
-    from surfbench.bench.store.results import safe_name
-    from surfbench.bench.suites.grow import grow_fields
-    from surfbench.bench.suites.policy import RUN_WHERE, policy_mapping
+    from surfbench.bench.run.plan import plan_cell
 
-    def policy_layer(node: Any) -> dict[str, Any]:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in policy_mapping(node, RUN_WHERE).items()}
-
-    # every top-level override checked strictly (limit=1.5, no_cache=maybe, +foo=1 are errors naming
-    # the override), before the pool, the store or run.json exist
-    settings = run_settings(cfg)
-    if settings.until_decided and not sequential:  # Hydra's other launchers run each cell on its own
-        raise ConfigError(
-            f"until_decided={settings.until_decided}: a sequential run pairs its cells batch by batch in one "
-            "process: run it with Hydra's basic launcher (no hydra/launcher=...), e.g. surfbench run -m "
-            "surface=full,dispatcher until_decided=configs/gate/dsh-sequential.yaml budget=200"
-        )
-    spec = CellSpec(
-        suite=str(cfg.suite.get("name") or choices["suite"]) if cfg.get("suite") else choices["suite"],
-        surface=choices["surface"],
-        model=choices["model"],
-        split=settings.split,
-        tasks=settings.tasks,
-        tags=settings.tags,
-        limit=settings.limit,
-        repeats=settings.repeats,
-        mode=settings.mode,
-        max_steps=settings.max_steps,
-        order=settings.order,
-        episode_retries=settings.episode_retries,
-        retry_errors=settings.retry_errors,
-        stop_on_repeat=settings.stop_on_repeat,
-        backend_options=_options(cfg.get("backend_options")),
-        policy=policy_layer(cfg.get("policy")),  # bench.suites.policy: checked here, merged with the suite's
-        **grow_fields(cfg.get("catalog")),
-        concurrency=settings.concurrency,
-    )
-
-    from omegaconf import OmegaConf
-
-    def group(key: str) -> dict[str, Any] | None:
-        node = cfg.get(key)
-        return OmegaConf.to_container(node, resolve=True) if node is not None else None  # type: ignore[return-value]
-
-    cell = resolve_cell(spec, group("surface"), group("model"))
-    default_run = (
-        f"sweep-{spec.suite}-{spec.split}" if multirun else f"{spec.suite}-{spec.split}-{spec.surface}-{spec.model}"
-    )
-    run_name = settings.run or safe_name(default_run)
-    pool = model_pool(settings.no_cache)
+    plan = plan_cell(cfg, choices, multirun, sequential)
+    cell = plan.resolve()
+    pool = model_pool(plan.settings.no_cache)
     pool.client(cell.model_cfg)  # weights pulled, API key set: fail before anything is written
-    store = open_run(Path(str(cfg.results_dir)) / run_name, cell)
+    store = open_run(plan.folder, cell)
     print(
-        f"run {run_name}: {cell.label()} ({cell.mode}), {len(cell.tasks)} task(s) x {spec.repeats}",
+        f"run {plan.run_name}: {cell.label()} ({cell.mode}), {len(cell.tasks)} task(s) x {plan.spec.repeats}",
         file=sys.stderr,
     )
-    return Job(cell, store, pool, settings, run_name)
+    return Job(cell, store, pool, plan.settings, plan.run_name)
 
 
 def open_run(folder: Path, cell: Cell) -> RunStore:
@@ -302,13 +243,7 @@ def _require_pulled(composed: Composed) -> None:
 
 def run_guarded(cfg: Any, choices: dict[str, str], multirun: bool) -> CellRun | None:
     """:func:`run_job`, its error printed as one line (a traceback too for a bug) and marked; None if it failed."""
-    from surfbench.bench.base.config import ConfigError
-
-    try:
-        # the composed value too: a sweep preset (+sweep=...) or an interpolation can set it
-        problem = run_name_problem(cfg.get("run"))
-        if problem:
-            raise ConfigError(problem)
+    try:  # every check of the cell is its plan's (bench/run/plan.py), the run name's too
         return run_job(cfg, choices, multirun)
     except Exception as exc:  # one failing cell is reported; the other cells of a sweep go on
         label = f"{choices.get('suite')}/{choices.get('surface')}/{choices.get('model')}"

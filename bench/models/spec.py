@@ -13,7 +13,7 @@ from typing import Any
 from surfbench.bench.base.concurrency import MAX_CONCURRENCY
 from surfbench.bench.models.config_schema import one_of, ranged, registered
 from surfbench.bench.models.prompting import FORMATS
-from surfbench.bench.models.types import CallingMode
+from surfbench.bench.models.types import CallingMode, ModelRequest
 
 MODEL_KEYS = {
     "name", "provider", "embedded", "model", "api_base", "api_key_env", "params_b", "n_ctx", "threads",
@@ -129,3 +129,19 @@ class ModelConfig:
         if mode != "prompted" or (self.provider == "local" and self.server != "llama-server"):
             return None
         return self.stop_on_repeated_call
+
+    def request(self, mode: str) -> ModelRequest:
+        """What every call of a cell in ``mode`` asks of this model besides its messages and tools (none yet here).
+
+        The calling mode, the prompt format, the sampling settings and the stop inside a step (:meth:`stop_in_step`).
+        """
+        return ModelRequest(
+            messages=(),
+            mode="prompted" if mode == "prompted" else "native",
+            prompt_format=self.prompt_format,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            seed=self.seed,
+            repeat_penalty=self.repeat_penalty,
+            stop_on_repeated_call=self.stop_in_step(mode),
+        )

@@ -10,13 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from surfbench.bench.base.config import ConfigError, SurfaceConfig
+from surfbench.bench.base.config import ConfigError, SurfaceConfig, shown
 from surfbench.bench.catalog.catalog import Catalog
 from surfbench.bench.catalog.provider_limits import FitPrediction, name_map_for
 from surfbench.bench.contracts.registry import build_surface
 from surfbench.bench.contracts.surface import Surface
 from surfbench.bench.models import ModelConfig
 from surfbench.bench.run.episode import LoopSettings
+from surfbench.bench.run.overrides import MODES, ORDERS, check_whole
+from surfbench.bench.score.stuck import stop_setting
 from surfbench.bench.store.identity import (
     CellIdentity,
     canonical_hash,
@@ -79,6 +81,19 @@ class CellSpec:
     policy: dict[str, Any] = field(default_factory=dict)
     """The run's operation policy over suite.yaml's, key by key (bench.suites.policy); {}: the suite's."""
 
+    def __post_init__(self) -> None:
+        """Every setting checked once, here, in the command line's words (bench/run/overrides.py)."""
+        for name in ("limit", "repeats", "max_steps", "episode_retries", "concurrency"):
+            check_whole(name, getattr(self, name))
+        if self.mode is not None and self.mode not in MODES:
+            tail = " or null (the model config's)"
+            raise ConfigError(f"mode={shown(self.mode)}: must be one of {', '.join(MODES)}{tail}")
+        if self.order not in ORDERS:
+            raise ConfigError(f"order={shown(self.order)}: must be one of {', '.join(ORDERS)}")
+        if self.stop_on_repeat is not None and stop_setting(self.stop_on_repeat) != self.stop_on_repeat:
+            why = "must be a positive number of repeats, or null (off)"
+            raise ConfigError(f"stop_on_repeat={self.stop_on_repeat!r}: {why}")
+
     def label(self) -> str:
         mode = f"/{self.mode}" if self.mode else ""
         return f"{self.suite}/{self.surface}/{self.model}{mode}"
@@ -117,14 +132,8 @@ class Cell:
         self.settings = LoopSettings(
             max_steps=self.spec.max_steps or self.suite.max_steps,
             steps_per_turn=self.suite.steps_per == "turn",
-            mode=self.mode,
-            prompt_format=m.prompt_format,
-            temperature=m.temperature,
-            max_tokens=m.max_tokens,
-            seed=m.seed,
-            repeat_penalty=m.repeat_penalty,
-            stop_on_repeated_call=m.stop_in_step(self.mode),
             stop_on_repeat=self.spec.stop_on_repeat,
+            request=m.request(self.mode),  # the model config's part of every call, passed whole to each step
         )
         self.backend_options = self.suite.backend_settings(self.spec.backend_options, judge=True)
         self.policy = cell_policy(self.suite.policy, self.spec.policy, self.suite.catalog)

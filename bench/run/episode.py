@@ -29,7 +29,7 @@ import json
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from surfbench.bench.base.secrets import redact
@@ -56,16 +56,12 @@ class LoopSettings:
     max_steps: int = 6
     steps_per_turn: bool = False
     """``max_steps`` counts each user turn's model calls (BFCL's multi-turn rule), not the episode's."""
-    mode: str = "native"
-    prompt_format: str = "hermes"
-    temperature: float = 0.0
-    max_tokens: int = 512
-    seed: int | None = 0
-    repeat_penalty: float | None = None
-    stop_on_repeated_call: int | None = None
-    """The model config's stop inside a step (bench.models.repeats); None: off."""
     stop_on_repeat: int | None = None
     """End the episode at the K-th consecutive identical repeat of a failing step (bench.score.stuck); None: never."""
+    request: ModelRequest = field(default_factory=lambda: ModelRequest(messages=()))
+    """What every model call asks besides its messages and tools: the calling mode, the prompt format, the sampling
+    settings and the stop inside a step (``ModelConfig.request``); each step's request is this one, passed whole,
+    with the step's messages and tools."""
 
 
 def _result_text(value: object) -> str:
@@ -127,17 +123,7 @@ def run_episode(
             while step < limit:
                 tools = session.tools()
                 shown = session.operations_shown()
-                request = ModelRequest(
-                    messages=tuple(messages),
-                    tools=tuple(tools),
-                    mode="prompted" if settings.mode == "prompted" else "native",
-                    prompt_format=settings.prompt_format,
-                    temperature=settings.temperature,
-                    max_tokens=settings.max_tokens,
-                    seed=settings.seed,
-                    repeat_penalty=settings.repeat_penalty,
-                    stop_on_repeated_call=settings.stop_on_repeated_call,
-                )
+                request = replace(settings.request, messages=tuple(messages), tools=tuple(tools))
                 sent_at = time.time()  # the cache model's clock (bench.analysis.cache_model: entries expire)
                 turn = client.complete(request)
                 groups = _run_calls(turn, session, backend, step, catalog_ops, trace.usage, policy)

@@ -5,7 +5,9 @@ Hydra parses an override's value by its look (``limit=1.5`` is a float, ``no_cac
 run a different experiment than the one asked for (``int(1.5)`` tasks, ``bool("maybe")``, a typo'd
 key ignored). Each setting here is accepted only in the form ``configs/config.yaml`` documents;
 anything else is a :class:`~bench.base.config.ConfigError` naming the override, which ``surfbench run``
-prints as one line (exit code 2) before the run folder exists.
+prints as one line (exit code 2) before the run folder exists. The numbers' ranges are one table
+(:data:`WHOLE_SETTINGS`), which a :class:`~surfbench.bench.run.cell.CellSpec` made in Python is checked against too,
+and a ``run`` name is checked here (:func:`run_name_problem`) for the command line's guards and every cell's plan.
 """
 
 from __future__ import annotations
@@ -85,24 +87,55 @@ def check_keys(cfg: Any) -> None:
         )
 
 
-def _whole(
-    cfg: Any, key: str, default: Any, least: int, nullable: bool, what: str = "", most: int | None = None
-) -> int | None:
-    value = cfg.get(key, default)
-    if value is None and nullable:
+@dataclass(frozen=True)
+class Whole:
+    """A whole-number setting's range: ``least`` to ``most``; ``null``: what null means (None: null refused)."""
+
+    least: int
+    null: str | None = None
+    most: int | None = None
+
+
+WHOLE_SETTINGS = {
+    "limit": Whole(1, "every task"),
+    "repeats": Whole(1),
+    "max_steps": Whole(1, "the suite's"),
+    "episode_retries": Whole(0),
+    "concurrency": Whole(1, "the model config's", MAX_CONCURRENCY),
+    "budget": Whole(1, "every selected task"),
+    "batch": Whole(1),
+    "order_seed": Whole(0),
+}
+"""Every whole-number setting and its range: the one place a run's numbers are checked, whether they come from
+Hydra's composition (:func:`run_settings`) or a :class:`~surfbench.bench.run.cell.CellSpec` made in Python."""
+
+
+def check_whole(key: str, value: object) -> int | None:
+    """``value`` of the whole-number setting ``key`` (:data:`WHOLE_SETTINGS`), or a ConfigError naming it."""
+    bound = WHOLE_SETTINGS[key]
+    if value is None and bound.null is not None:
         return None
     # bool is an int in Python: `repeats=true` must not mean one repeat
-    if isinstance(value, int) and not isinstance(value, bool) and value >= least and (most is None or value <= most):
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and value >= bound.least
+        and (bound.most is None or value <= bound.most)
+    ):
         return int(value)
-    tail = f", or null ({what})" if nullable else ""
-    span = "" if most is None else f" and at most {most:,}"
-    raise ConfigError(f"{key}={shown(value)}: must be a whole number, {least} or more{span}{tail}")
+    tail = f", or null ({bound.null})" if bound.null is not None else ""
+    span = "" if bound.most is None else f" and at most {bound.most:,}"
+    raise ConfigError(f"{key}={shown(value)}: must be a whole number, {bound.least} or more{span}{tail}")
 
 
-def _count(cfg: Any, key: str, default: int, least: int) -> int:
-    value = _whole(cfg, key, default, least, nullable=False)
-    if value is None:  # not nullable: _whole raised already; this satisfies the type checker
-        raise ConfigError(f"{key}=null: must be a whole number, {least} or more")
+def _whole(cfg: Any, key: str, default: int | None = None) -> int | None:
+    return check_whole(key, cfg.get(key, default))
+
+
+def _count(cfg: Any, key: str, default: int) -> int:
+    value = _whole(cfg, key, default)
+    if value is None:  # not nullable: check_whole raised already; this satisfies the type checker
+        raise ConfigError(f"{key}=null: must be a whole number, {WHOLE_SETTINGS[key].least} or more")
     return value
 
 
@@ -140,6 +173,24 @@ def _names(cfg: Any, key: str, what: str, example: str) -> tuple[str, ...]:
     raise ConfigError(f"{key}={shown(value)}: must be a {what} or a list of them, e.g. {key}={example}")
 
 
+def run_name_problem(run: object) -> str | None:
+    """Why ``run`` cannot be a run name, or None; None and ``""`` mean the name derived from the cell.
+
+    A run is one folder directly inside ``results_dir``: no ``/`` nor backslash, no ``..``, not absolute.
+    ``run=../../x`` would write outside ``results_dir``; a nested ``run=team/a`` is refused too, so that
+    every run is found by listing ``results_dir`` (use ``results_dir=results/team run=a``).
+    """
+    if run is None or isinstance(run, bool | list | dict) or run == "":
+        return None  # not a name: :func:`run_settings` refuses the wrong types with its own message
+    name = str(run)
+    if name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        return (
+            f"run={name}: must be a folder name inside results_dir (no '/', '..' or absolute path); "
+            "for a folder elsewhere, use results_dir=PARENT run=NAME"
+        )
+    return None
+
+
 def run_settings(cfg: Any) -> RunSettings:
     """Every top-level setting of a composed ``surfbench run`` config, checked; see the module docstring."""
     from omegaconf import OmegaConf
@@ -157,18 +208,18 @@ def run_settings(cfg: Any) -> RunSettings:
         split=str(split),
         tasks=_names(cfg, "tasks", "task id", "[read-note,remind-sms]"),
         tags=_names(cfg, "tags", "task tag", "[hot,single]"),
-        limit=_whole(cfg, "limit", None, 1, True, "every task"),
-        repeats=_count(cfg, "repeats", 1, 1),
+        limit=_whole(cfg, "limit"),
+        repeats=_count(cfg, "repeats", 1),
         mode=_choice(cfg, "mode", None, MODES, nullable=True),
-        max_steps=_whole(cfg, "max_steps", None, 1, True, "the suite's"),
+        max_steps=_whole(cfg, "max_steps"),
         order=str(order),
-        episode_retries=_count(cfg, "episode_retries", 1, 0),
+        episode_retries=_count(cfg, "episode_retries", 1),
         retry_errors=_flag(cfg, "retry_errors"),
         stop_on_repeat=stop_setting(cfg.get("stop_on_repeat")),
         no_cache=_flag(cfg, "no_cache"),
         progress=str(progress),
         run=str(run) if run not in (None, "") else None,  # blank: derived from the cell, as before
-        concurrency=_whole(cfg, "concurrency", None, 1, True, "the model config's", most=MAX_CONCURRENCY),
+        concurrency=_whole(cfg, "concurrency"),
         **_sequential(cfg),
     )
 
@@ -184,7 +235,7 @@ def _sequential(cfg: Any) -> dict[str, Any]:
         )
     return {
         "until_decided": gate or None,
-        "budget": _whole(cfg, "budget", None, 1, True, "every selected task"),
-        "batch": _count(cfg, "batch", 10, 1),
-        "order_seed": _count(cfg, "order_seed", 0, 0),
+        "budget": _whole(cfg, "budget"),
+        "batch": _count(cfg, "batch", 10),
+        "order_seed": _count(cfg, "order_seed", 0),
     }

@@ -70,7 +70,9 @@ def play_episode(cell: Cell, key: str, task: Task, repeat: int, model: ModelClie
         op = catalog.get(name)
         return op.parameters if op else None
 
-    settings = cell.settings if repeat == 0 else replace(cell.settings, seed=(cell.settings.seed or 0) + repeat)
+    base = cell.settings
+    seed = (base.request.seed or 0) + repeat  # each repeat its own seed
+    settings = base if repeat == 0 else replace(base, request=replace(base.request, seed=seed))
     policy = cell.policy.bind(catalog) if cell.policy is not None else None  # bench.suites.policy
     attempts = 0
     while True:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable, Collection, Iterator
@@ -47,12 +48,7 @@ def resolve_cell(
     ``surface_data`` / ``model_data``: the group configs as Hydra composed them (with overrides such as
     ``surface.params.k=10`` or ``model.threads=1``); without them the YAML files are read.
     """
-    if spec.episode_retries < 0:
-        raise ConfigError(f"episode_retries={spec.episode_retries}: must be 0 or more")
-    for field_name in ("limit", "repeats", "max_steps", "stop_on_repeat", "concurrency"):
-        value = getattr(spec, field_name)
-        if value is not None and value < 1:
-            raise ConfigError(f"{field_name}={value}: must be a positive number (or null for the default)")
+    # the spec's own settings were checked when it was made (CellSpec.__post_init__)
     suite = load_suite(spec.suite)
     own_catalog = suite.catalog if spec.grow else None
     if spec.grow:  # the grown catalog's hash enters the cell identity (catalog_hash)
@@ -77,13 +73,12 @@ def resolve_cell(
             f"tasks={list(spec.tasks) or 'all'}{tagged} limit={spec.limit}; its {len(suite.tasks)} task(s) are in "
             f"split(s) {', '.join(splits) or 'none'} (split=all runs every one){tip}"
         )
+    shipped_model = functools.cache(lambda: _shipped("model", spec.model))  # the model's file read once, if at all
     mode = spec.mode or model_cfg.mode
     if mode not in ("native", "prompted"):
         raise ValueError(f"mode must be 'native' or 'prompted', got {mode!r}")
-    if spec.order not in ("cache", "naive"):
-        raise ValueError(f"order must be 'cache' or 'naive', got {spec.order!r}")
     if mode != "prompted" and model_cfg.stop_on_repeated_call is not None:  # the run's mode= over the config's
-        file_stop = (_shipped("model", spec.model) or {}).get("stop_on_repeated_call")
+        file_stop = (shipped_model() or {}).get("stop_on_repeated_call")
         if file_stop != model_cfg.stop_on_repeated_call:  # asked for, not the file's default (off in native mode)
             raise ConfigError(
                 f"mode={mode} with model.stop_on_repeated_call={model_cfg.stop_on_repeated_call}: the stop reads "
@@ -104,7 +99,7 @@ def resolve_cell(
     if model_cfg.provider == "scripted" and model_cfg.script_suite is None:
         model_cfg = replace(model_cfg, script_suite=spec.suite)
     if model_data is not None:
-        shipped = _shipped("model", spec.model)
+        shipped = shipped_model()
         if shipped is not None:
             base_model = model_config(spec.model, shipped)
             if base_model.provider == "scripted" and base_model.script_suite is None:  # model=oracle: this suite's

@@ -329,7 +329,8 @@ def back_translation(verifier: Verifier, task: Task, client: ModelClient, tries:
     for n in range(tries):
         backend = verifier.suite.new_backend(task)
         try:
-            settings = LoopSettings(max_steps=verifier.suite.max_steps, temperature=temperature, seed=n)
+            request = ModelRequest(messages=(), temperature=temperature, seed=n)
+            settings = LoopSettings(max_steps=verifier.suite.max_steps, request=request)
             trace = run_episode(task, verifier.surface.session(task.turns[0]), backend, client, settings,
                                 verifier.suite.system_prompt, verifier._schema, verifier.policy)  # fmt: skip
         finally:

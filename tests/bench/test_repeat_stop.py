@@ -200,13 +200,14 @@ def test_the_shipped_stop_is_off_where_it_cannot_work_and_refused_where_asked_fo
     name = "qwen2.5-coder-0.5b-instruct"
     shipped = read_group_config("model", name)
     on = resolve_cell(CellSpec("forge", "core", name, split="dev", limit=1))
-    assert on.settings.stop_on_repeated_call == 2 and on.identity.model["stop_on_repeated_call"] == 2
+    assert on.settings.request.stop_on_repeated_call == 2 and on.identity.model["stop_on_repeated_call"] == 2
     native = resolve_cell(CellSpec("forge", "core", name, split="dev", limit=1, mode="native"))  # the run's mode=
-    assert native.settings.stop_on_repeated_call is None and "stop_on_repeated_call" not in native.identity.model
+    assert native.settings.request.stop_on_repeated_call is None
+    assert "stop_on_repeated_call" not in native.identity.model
     assert native.model_label == name  # the shipped config, nothing overridden
     other = resolve_cell(CellSpec("forge", "core", name, split="dev", limit=1), model_data={**shipped,
                          "server": "llama-cpp-python"})  # fmt: skip
-    assert other.settings.stop_on_repeated_call is None and "stop_on_repeated_call" not in other.identity.model
+    assert other.settings.request.stop_on_repeated_call is None and "stop_on_repeated_call" not in other.identity.model
     assert "server=llama-cpp-python" in other.model_label and other.identity != on.identity
     off = resolve_cell(CellSpec("forge", "core", name, split="dev", limit=1), model_data={**shipped,
                        "stop_on_repeated_call": None})  # fmt: skip
@@ -236,7 +237,7 @@ def recorded(text: str) -> Any:
 
     from surfbench.bench.analysis.replay import RecordedEpisode
     from surfbench.bench.models.scripted import ScriptedClient, text_turn
-    from surfbench.bench.models.types import Usage
+    from surfbench.bench.models.types import ModelRequest, Usage
     from surfbench.bench.run.episode import LoopSettings, run_episode
     from surfbench.surfaces import build_surface
     from tests.bench.test_scoring import FORGE
@@ -245,7 +246,8 @@ def recorded(text: str) -> Any:
     turn = replace(text_turn(text), usage=Usage(500, 100, None), latency_s=10.0)
     trace = run_episode(
         task, build_surface(FORGE.catalog, "full").session(task.turns[0]), FORGE.new_backend(task),
-        ScriptedClient([turn]), LoopSettings(max_steps=4, mode="prompted"), FORGE.system_prompt,
+        ScriptedClient([turn]), LoopSettings(max_steps=4, request=ModelRequest(messages=(), mode="prompted")),
+        FORGE.system_prompt,
         lambda n: FORGE.catalog[n].parameters,
     )  # fmt: skip
     return RecordedEpisode("ep", {"suite": "forge", "task_id": task.id}, trace.steps, trace.calls)

@@ -294,7 +294,9 @@ def test_index_and_search_variants_answer_inside_the_program():
 @needs_bwrap
 def test_prompted_mode_runs_the_program_written_as_text():
     call = json.dumps({"name": "run_code", "arguments": {"code": THREE_CALLS}})
-    trace, score, _ = episode([text_turn(f"<tool_call>\n{call}\n</tool_call>"), "Done."], mode="prompted")
+    trace, score, _ = episode(
+        [text_turn(f"<tool_call>\n{call}\n</tool_call>"), "Done."], request=ModelRequest(messages=(), mode="prompted")
+    )
     assert score.success and [c.operation for c in trace.calls if c.kind == "operation"] == [
         "label_create", "issue_create", "issue_comment_create",
     ]  # fmt: skip
