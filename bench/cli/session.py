@@ -30,10 +30,12 @@ def model_pool(no_cache: bool) -> Any:
     from surfbench.bench.models.cache import ResponseCache
 
     global _POOL
+    if _POOL is not None and no_cache and _POOL.cache is not None:
+        # a cell without the response cache after cells with it: a pool made without one (a pool's clients
+        # keep the cache they were made with); its servers stop, cells run one after another
+        close_pool()
     if _POOL is None:
         _POOL = ModelPool(None if no_cache else ResponseCache())
-    elif no_cache:
-        _POOL.cache = None
     return _POOL
 
 

@@ -136,9 +136,14 @@ class ModelPool:
     """Clients for a run; local servers start on first use and stop with the pool."""
 
     def __init__(self, cache: ResponseCache | None) -> None:
-        self.cache = cache
+        self._cache = cache
         self.servers: dict[str, LocalServer] = {}
         self.clients: dict[str, ModelClient] = {}
+
+    @property
+    def cache(self) -> ResponseCache | None:
+        """The response cache its clients share, set when the pool is made (None: none)."""
+        return self._cache
 
     def client(self, cfg: ModelConfig) -> ModelClient:
         """The client for ``cfg``, made on first use (a local model's server starts on its first request)."""

@@ -37,8 +37,11 @@ if TYPE_CHECKING:
 class PoolView(Protocol):
     """What a factory uses of the pool asking it (:class:`surfbench.bench.models.ModelPool`)."""
 
-    cache: ResponseCache | None
     servers: dict[str, LocalServer]
+
+    @property
+    def cache(self) -> ResponseCache | None:
+        """The response cache the pool was made with (None: none)."""
 
 
 Factory = Callable[["ModelConfig", "PoolView"], ModelClient]

@@ -126,14 +126,17 @@ def run_episode(
                 request = replace(settings.request, messages=tuple(messages), tools=tuple(tools))
                 sent_at = time.time()  # the cache model's clock (bench.analysis.cache_model: entries expire)
                 turn = client.complete(request)
-                groups = _run_calls(turn, session, backend, step, catalog_ops, trace.usage, policy)
+                groups, peaks = _run_calls(turn, session, backend, step, catalog_ops, policy)
+                for name, peak in peaks.items():  # the largest peaks any program of the episode reached
+                    trace.usage[name] = max(trace.usage.get(name) or 0, peak)
                 calls = [record for group in groups for record in group]
                 trace.calls += calls
-                trace.steps.append(
-                    _step_record(
-                        step, request, turn, tools, system, calls, _listed(shown, session), sent_at, trace.tool_texts
-                    )
+                recorded, texts = _step_record(
+                    step, request, turn, tools, system, calls, _listed(shown, session), sent_at
                 )
+                trace.steps.append(recorded)
+                for digest, text in texts.items():
+                    trace.tool_texts.setdefault(digest, text)
                 step += 1
                 run = repeats.observe(trace.steps[-1], calls)
                 messages.append(_assistant_message(turn))
@@ -188,16 +191,22 @@ def _run_calls(
     backend: Backend,
     step: int,
     catalog_ops: Callable[[str], dict[str, Any] | None],
-    usage: dict[str, Any],
     policy: Enforcer | None = None,
-) -> list[list[CallRecord]]:
-    """Per tool call, its records: one, or a program's canonical calls followed by the program's own."""
+) -> tuple[list[list[CallRecord]], dict[str, int]]:
+    """Per tool call, its records: one, or a program's canonical calls followed by the program's own.
+
+    With them, the largest peaks the step's programs reached (:func:`_run_program`).
+    """
     groups: list[list[CallRecord]] = []
+    peaks: dict[str, int] = {}
     index = 0
     for call in turn.tool_calls:
-        groups.append(_run_call(call, session, backend, step, index, catalog_ops, usage, policy))
-        index += len(groups[-1])
-    return groups
+        records, reached = _run_call(call, session, backend, step, index, catalog_ops, policy)
+        groups.append(records)
+        for name, peak in reached.items():
+            peaks[name] = max(peaks.get(name, 0), peak)
+        index += len(records)
+    return groups, peaks
 
 
 def _run_call(
@@ -207,20 +216,20 @@ def _run_call(
     step: int,
     index: int,
     catalog_ops: Callable[[str], dict[str, Any] | None],
-    usage: dict[str, Any],
     policy: Enforcer | None = None,
-) -> list[CallRecord]:
+) -> tuple[list[CallRecord], dict[str, int]]:
+    """The call's records, and the peaks its program reached (none for a direct call)."""
     if call.arguments_error:
         text = f"Could not parse the arguments of {call.name}: {call.arguments_error}. Send valid JSON."
         return [
             CallRecord(
                 step, index, call.name, call.arguments, "parse_error", error_type=ErrorType.PARSE_FAILURE, result=text
             )
-        ]
+        ], {}
     outcome: Dispatch = session.dispatch(ToolCall(call.name, call.arguments, call.id))
     if isinstance(outcome, ProgramDispatch) and outcome.run is not None:
-        return _run_program(outcome, call, backend, step, index, catalog_ops, usage, policy)
-    return [_execute(outcome, call.name, call.arguments, step, index, backend, catalog_ops, policy)[0]]
+        return _run_program(outcome, call, backend, step, index, catalog_ops, policy)
+    return [_execute(outcome, call.name, call.arguments, step, index, backend, catalog_ops, policy)[0]], {}
 
 
 def _run_program(
@@ -230,13 +239,12 @@ def _run_program(
     step: int,
     index: int,
     catalog_ops: Callable[[str], dict[str, Any] | None],
-    usage: dict[str, Any],
     policy: Enforcer | None = None,
-) -> list[CallRecord]:
+) -> tuple[list[CallRecord], dict[str, int]]:
     """A program's calls, each executed and recorded like a direct call of this step, then the program's record.
 
-    ``usage`` keeps the largest peaks any program of the episode reached (``memory_peak_bytes``,
-    ``disk_peak_bytes``), where its sandbox measured them.
+    With them, the peaks the program reached (``memory_peak_bytes``, ``disk_peak_bytes``), those its sandbox
+    measured; the episode's ``usage`` keeps the largest.
     """
     assert outcome.run is not None
     records: list[CallRecord] = []
@@ -255,16 +263,15 @@ def _run_program(
         return Executed(False, error=said, error_type=record.error_type)
 
     result = outcome.run(execute)
-    for name, peak in (("memory_peak_bytes", result.memory_peak_bytes), ("disk_peak_bytes", result.disk_peak_bytes)):
-        if peak is not None:
-            usage[name] = max(usage.get(name) or 0, peak)
+    measured = (("memory_peak_bytes", result.memory_peak_bytes), ("disk_peak_bytes", result.disk_peak_bytes))
+    peaks = {name: peak for name, peak in measured if peak is not None}
     args = outcome.args if outcome.args is not None else call.arguments
     # the surface cut the program's output to its own limit (code mode: 16 KB), not RESULT_CHARS
     program = CallRecord(
         step, index + len(records), call.name, args, outcome.kind, None, outcome.meta, result.error_type, None, None,
         result.text,
     )  # fmt: skip
-    return [*records, program]
+    return [*records, program], peaks
 
 
 def _execute(
@@ -336,19 +343,16 @@ def _step_record(
     calls: list[CallRecord],
     shown: tuple[int, list[str] | None],
     sent_at: float | None = None,
-    texts: dict[str, str] | None = None,
-) -> StepRecord:
-    """The step's record; ``texts`` gains the wire text of each tool shown, by the hash the record names."""
+) -> tuple[StepRecord, dict[str, str]]:
+    """The step's record, and the wire text of each tool shown by the hash the record names."""
     wire = [tool_wire_text(t) for t in tools]  # serialised once: hash, bytes and token estimate
     hashes = [text_hash(w) for w in wire]  # the run's tools table holds each text once (bench.store.tool_texts)
-    if texts is not None:
-        for digest, text in zip(hashes, wire, strict=True):
-            texts.setdefault(digest, text)
+    texts = dict(zip(hashes, wire, strict=True))  # a hash names one text
     tool_text = "".join(wire)
     prefix_hash = hashlib.sha256((system + "\x00" + "\x00".join(wire)).encode()).hexdigest()[:16]
     rendered = compact_json({"messages": list(request.messages), "tools": [t.name for t in tools]})
     overhead = bool(calls) and all(c.kind == "meta" for c in calls)
-    return StepRecord(
+    record = StepRecord(
         step=step,
         request_bytes=turn.request_bytes,
         request_bytes_source=turn.request_bytes_source,
@@ -377,6 +381,7 @@ def _step_record(
         server_prompt_n=turn.usage.server_prompt_n,
         slot=turn.slot,
     )
+    return record, texts
 
 
 @functools.lru_cache(maxsize=4096)

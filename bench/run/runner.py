@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -200,8 +201,9 @@ def run_cell(
     record_cell(store.root, cell.cell_id, cell.surface, [c for c in catalogs if c is not None])  # bench.store.recorded
     done = store.done_keys()
     claims = Claims(store.root)
-    store.after_commit = claims.release  # a claim goes once its episode is committed (group commit too)
-    try:
+    # a claim goes once its episode is committed (group commit too); at the end, claims of episodes never
+    # committed (an error) are released: another process may run them
+    with contextlib.closing(claims), store.after_each_commit(claims.release):
         if cell.spec.retry_errors:
             keys = {cell.episode_key(t, r) for t, r in episode_order(cell)}
             again = retake_errored(claims, store, keys if only is None else keys & set(only))
@@ -270,9 +272,6 @@ def run_cell(
                     store.flush()
         finally:  # held episodes are finished ones: commit them, also on errors and signals
             store.flush()
-    finally:
-        store.after_commit = None
-        claims.close()  # claims of episodes never committed (an error): another process may run them
     claims.report(cell.label(), len(rows))
     if claims.by_others and progress:  # the count that others' episodes brought up (a live bar ends)
         progress(cell, total - len(claims.given_up), total, None)

@@ -8,7 +8,7 @@ Two ``surfbench run`` processes on one machine, or Ray / joblib workers on sever
   later create exclusively on the server). It holds its owner as JSON: host name, pid namespace, pid,
   the process's start time (``/proc/<pid>/stat``), a random token per :class:`Claims` and the time.
 - **Released** (deleted) only once the episode is committed, after its episodes part is written, also
-  when a group commit writes it later (``RunStore.after_commit``): a claim never goes while its episode
+  when a group commit writes it later (``RunStore.after_each_commit``): a claim never goes while its episode
   could still be lost. One never committed (an exception, a full disk) is released when the cell ends.
 - **Owner gone.** Same host (host name and pid namespace: containers sharing a host name are not
   confused): the pid is not alive (``os.kill(pid, 0)``), a zombie, or a process with another start time

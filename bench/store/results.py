@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,13 +122,25 @@ class RunStore:
     def __init__(self, root: Path, commit_interval_s: float = 0.0) -> None:
         self.root = root
         self.commit_interval_s = commit_interval_s
-        self.after_commit: Callable[[list[str]], None] | None = None
-        """Called with the keys of each commit once its episodes part is written (releases their claims)."""
+        self._after_commit: Callable[[list[str]], None] | None = None
+        """Called with the keys of each commit once its episodes part is written (:meth:`after_each_commit`)."""
         self._held: list[tuple[str, RowLike, Sequence[RowLike], Sequence[RowLike], str, Mapping[str, str]]]
         self._held = []
         self._held_since = 0.0
         self._tools: set[str] | None = None
         """The tool hashes the folder's tools table holds (bench.store.tool_texts), read at the first commit."""
+
+    @contextlib.contextmanager
+    def after_each_commit(self, listener: Callable[[list[str]], None]) -> Iterator[None]:
+        """Within the block, ``listener`` gets the keys of each commit once its episodes part is written.
+
+        Group commits too: a cell's claims are released so (bench.store.claims).
+        """
+        before, self._after_commit = self._after_commit, listener
+        try:
+            yield
+        finally:
+            self._after_commit = before
 
     def prepare(self) -> None:
         try:
@@ -251,8 +263,8 @@ class RunStore:
             data = table_from_rows(table, rows)  # one schema per table: every part reads as one dataset
             path = self.root / f"{table}.parquet" / f"part-{name}.parquet"
             _atomic_write_bytes(path, lambda tmp, d=data: pq.write_table(d, tmp))
-        if self.after_commit is not None:
-            self.after_commit([h[0] for h in held])
+        if self._after_commit is not None:
+            self._after_commit([h[0] for h in held])
 
     def _write_tools(self, texts: Mapping[str, str]) -> None:
         """The tools the folder does not hold yet, as one part, before the steps that name them."""

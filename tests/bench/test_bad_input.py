@@ -325,3 +325,18 @@ def test_group_commit_holds_quick_episodes_briefly_and_resume_reads_groups(tmp_p
     assert len(parts) == 1, "one group, one part per table"
     assert len(load_runs([tmp_path / "run"])) == 6 and len(load_runs([tmp_path / "run"], "steps")) == 5
     assert len(list((tmp_path / "run" / "transcripts").glob("*.jsonl"))) == 6
+
+
+def test_after_each_commit_hears_every_commit_in_its_block_only(tmp_path: Path):
+    store = RunStore(tmp_path / "run", commit_interval_s=60)
+    store.prepare()
+    store.write_run_info({"cells": []})
+    heard: list[list[str]] = []
+    with store.after_each_commit(heard.append):
+        for key in ("a", "b"):  # quick: held for a group commit
+            store.write_episode(key, {"episode_key": key}, [], [], ["{}"], 0.01)
+        assert heard == []
+        store.flush()
+        store.write_episode("slow", {"episode_key": "slow"}, [], [], ["{}"], took_s=61)
+    store.write_episode("after", {"episode_key": "after"}, [], [], ["{}"], took_s=61)
+    assert heard == [["a", "b"], ["slow"]], "a group commit's keys together; none after the block"
