@@ -41,20 +41,18 @@ MODEL = "qwen2.5-coder-0.5b-instruct"
 
 def first_request(cell, task, max_tokens: int | None = None):  # noqa: ANN001, ANN201
     """The first request of the task's episode, as the episode loop builds it."""
-    from surfbench.bench.models.types import ModelRequest
+    from dataclasses import replace
+
     from surfbench.bench.run.episode import system_text
 
     session = cell.surface_for(task).session(task.turns[0])
     system = system_text(cell.suite.system_prompt, session.system_text())
-    st = cell.settings
-    return ModelRequest(
+    request = cell.settings.request  # the model's part of every request, as the loop passes it to each step
+    return replace(
+        request,
         messages=({"role": "system", "content": system}, {"role": "user", "content": task.turns[0]}),
         tools=tuple(session.tools()),
-        mode=cell.mode,
-        prompt_format=st.prompt_format,
-        temperature=st.temperature,
-        max_tokens=max_tokens or st.max_tokens,
-        seed=st.seed,
+        max_tokens=max_tokens or request.max_tokens,
     )
 
 
