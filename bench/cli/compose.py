@@ -3,13 +3,14 @@
 ``surfbench run`` and :func:`surfbench.run` compose here (``hydra.initialize_config_dir`` and ``compose``)
 rather than through ``@hydra.main``: no ``sys.argv`` to swap, no folder made, and every cell of a sweep is
 composed, an unknown config name in any of them refused, before the first one runs (Hydra's basic sweeper
-checks its batch the same way). A sweep is expanded as that sweeper does it, with its own
-``split_arguments``: the cartesian product of every ``key=a,b`` override and of the ``hydra.sweeper.params``
-a preset sets (``+sweep=dsh``), the command line winning a key both name, in Hydra's job order.
+checks its batch the same way). A sweep is expanded as that sweeper does it (its ``split_arguments``, written
+over Hydra's public override types in :func:`expand`): the cartesian product of every ``key=a,b`` override and
+of the ``hydra.sweeper.params`` a preset sets (``+sweep=dsh``), the command line winning a key both name, in
+Hydra's job order.
 
 Another launcher (``hydra/launcher=joblib``, Ray, submitit) or sweeper is Hydra's to drive:
 :func:`compose_run` names it in :attr:`Composed.driver` and bench/cli/sweep.py hands the run to Hydra's own
-entry (``_run_hydra``, with the arguments as a list).
+entry (``hydra.main``, bench/cli/sweep.py's ``_hydra_main``).
 """
 
 from __future__ import annotations
@@ -86,15 +87,33 @@ def compose_run(config_dir: Path, overrides: Sequence[str], multirun: bool, from
 
 
 def expand(master: Any, config_loader: Any = None) -> list[list[str]]:
-    """The overrides of each job of a sweep, in Hydra's order (its basic sweeper's ``split_arguments``)."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    """The overrides of each job of a sweep, in Hydra's order (its basic sweeper's ``split_arguments``).
+
+    Written here over Hydra's public override types rather than calling the basic sweeper's own method,
+    which lives in a private module (``hydra._internal``): one list of ``key=value`` per key, a discrete
+    sweep (``a,b``, ``range(...)``, ``choice(...)``) giving one per value, the last of a key repeated
+    winning its place, then their cartesian product, as that method builds it.
+    """
+    import itertools
+
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
 
     params = master.hydra.sweeper.get("params") or {}
     lines = [f"{key}={value}" for key, value in params.items()]
     lines += [str(o) for o in master.hydra.overrides.task]
     parsed = OverridesParser.create(config_loader=config_loader).parse_overrides(lines)
-    return [job for batch in BasicSweeper.split_arguments(parsed, max_batch_size=None) for job in batch]
+    choices: dict[str, list[str]] = {}
+    for override in parsed:
+        key = override.get_key_element()
+        if not override.is_sweep_override():
+            choices[key] = [f"{key}={override.get_value_element_as_str()}"]
+        elif override.is_discrete_sweep():
+            choices[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
+        else:  # an interval sweep: an optimizing sweeper's (Optuna, Nevergrad), not the basic one's
+            kind = override.value_type.name if override.value_type is not None else "this"
+            raise HydraException(f"BasicSweeper does not support sweep type : {kind}")
+    return [list(job) for job in itertools.product(*choices.values())]
 
 
 def launch_lines(cells: Sequence[ComposedCell]) -> list[str]:

@@ -120,3 +120,36 @@ def test_a_sweep_preset_expands_as_hydras_basic_sweeper_does(tmp_path: Path):
         surfbench.run(
             surfbench.RunSpec(surfaces="full,core", results_dir=tmp_path, overrides=["hydra/launcher=joblib"])
         )
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["+sweep=dsh"],
+        ["+sweep=dsh", "model=gemma-3-270m", "limit=2"],
+        ["surface=full,core", "limit=range(1,3)", "model=oracle", "surface=dispatcher,full"],
+        ["surface=choice(full,core)", "repeats=1", "catalog.grow=null,64"],
+    ],
+)
+def test_a_sweep_expands_to_the_jobs_hydras_basic_sweeper_gives(overrides: list[str]):
+    # compose.expand writes the basic sweeper's split_arguments over Hydra's public override types (its own
+    # lives in hydra._internal); here it is compared with that method itself, on presets, ranges, choice(),
+    # a key named twice and a null
+    from hydra import initialize_config_dir
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.types import RunMode
+
+    from surfbench.bench.cli.compose import CONFIG_NAME, expand
+
+    with initialize_config_dir(config_dir=str(SHIPPED_CONFIGS.resolve()), job_name="t", version_base="1.3"):
+        hydra = GlobalHydra.instance().hydra
+        assert hydra is not None
+        master = hydra.compose_config(CONFIG_NAME, overrides, run_mode=RunMode.MULTIRUN)
+        params = master.hydra.sweeper.get("params") or {}
+        lines = [f"{k}={v}" for k, v in params.items()] + [str(o) for o in master.hydra.overrides.task]
+        parsed = OverridesParser.create(config_loader=hydra.config_loader).parse_overrides(lines)
+        theirs = [job for batch in BasicSweeper.split_arguments(parsed, max_batch_size=None) for job in batch]
+        ours = expand(master, hydra.config_loader)
+    assert ours == theirs and len(ours) > 1
