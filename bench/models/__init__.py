@@ -76,19 +76,10 @@ def model_config(name: str, data: Mapping[str, object] | None = None) -> ModelCo
         )
     # the shipped stop is a default for prompted mode on llama-server: off where it cannot work (stop_in_step); one
     # asked for there (an override, or a file that also sets that mode or engine) is refused
-    from_file = shipped is not None and shipped.get("stop_on_repeated_call") == cfg.stop_on_repeated_call
-    file_mode, file_server = (shipped or {}).get("mode", "native"), (shipped or {}).get("server", "llama-server")
-    if cfg.stop_on_repeated_call is not None and cfg.mode != "prompted" and not (from_file and file_mode == "prompted"):
-        raise ConfigError(
-            f"{origin('stop_on_repeated_call', cfg.stop_on_repeated_call)}: the stop reads calls written as "
-            "text: prompted mode only (mode: prompted)"
-        )
-    local_other = cfg.provider == "local" and cfg.server != "llama-server"
-    if cfg.stop_on_repeated_call is not None and local_other and not (from_file and file_server == "llama-server"):
-        raise ConfigError(
-            f"{origin('stop_on_repeated_call', cfg.stop_on_repeated_call)}: a local model's stop needs "
-            f"server: llama-server ({cfg.server}'s streamed answers carry no token counts)"
-        )
+    refused = cfg.stop_refused(cfg.mode, shipped)
+    if refused:
+        hint = " (mode: prompted)" if cfg.mode != "prompted" else ""
+        raise ConfigError(f"{origin('stop_on_repeated_call', cfg.stop_on_repeated_call)}: {refused}{hint}")
     if cfg.flash_attn != "off" and (cfg.provider != "local" or cfg.server != "llama-server"):
         raise ConfigError(
             f"{origin('flash_attn', cfg.flash_attn)}: llama-server's `--flash-attn`, for local models on "

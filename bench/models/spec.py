@@ -7,6 +7,7 @@ to know what a config is.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,6 +130,30 @@ class ModelConfig:
         if mode != "prompted" or (self.provider == "local" and self.server != "llama-server"):
             return None
         return self.stop_on_repeated_call
+
+    def stop_refused(self, mode: str, shipped: Mapping[str, object] | None) -> str | None:
+        """Why the stop this config asks for cannot work for a cell in ``mode``, or None (it works, or it is off).
+
+        The stop a config file ships for prompted mode on llama-server is a default: where it cannot work
+        (:meth:`stop_in_step`) it is off without a word. A stop asked for anywhere else (an override, a config
+        passed as data, a file that also sets another mode or engine) is refused with the reason returned here;
+        ``shipped``: the model's config file as shipped (None: there is none).
+        """
+        stop = self.stop_on_repeated_call
+        if stop is None or self.stop_in_step(mode) is not None:
+            return None
+        file = shipped or {}
+        if (
+            file.get("stop_on_repeated_call") == stop
+            and file.get("mode", "native") == "prompted"
+            and file.get("server", "llama-server") == "llama-server"
+        ):
+            return None
+        if mode != "prompted":
+            return "the stop reads calls written as text: prompted mode only"
+        return (
+            f"a local model's stop needs server: llama-server ({self.server}'s streamed answers carry no token counts)"
+        )
 
     def request(self, mode: str) -> ModelRequest:
         """What every call of a cell in ``mode`` asks of this model besides its messages and tools (none yet here).

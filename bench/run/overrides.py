@@ -112,9 +112,14 @@ Hydra's composition (:func:`run_settings`) or a :class:`~surfbench.bench.run.cel
 
 def check_whole(key: str, value: object) -> int | None:
     """``value`` of the whole-number setting ``key`` (:data:`WHOLE_SETTINGS`), or a ConfigError naming it."""
-    bound = WHOLE_SETTINGS[key]
-    if value is None and bound.null is not None:
+    if value is None and WHOLE_SETTINGS[key].null is not None:
         return None
+    return _whole_number(key, value)
+
+
+def _whole_number(key: str, value: object) -> int:
+    """``value`` as a whole number in ``key``'s range; anything else (null too) a ConfigError naming it."""
+    bound = WHOLE_SETTINGS[key]
     # bool is an int in Python: `repeats=true` must not mean one repeat
     if (
         isinstance(value, int)
@@ -133,10 +138,8 @@ def _whole(cfg: Any, key: str, default: int | None = None) -> int | None:
 
 
 def _count(cfg: Any, key: str, default: int) -> int:
-    value = _whole(cfg, key, default)
-    if value is None:  # not nullable: check_whole raised already; this satisfies the type checker
-        raise ConfigError(f"{key}=null: must be a whole number, {WHOLE_SETTINGS[key].least} or more")
-    return value
+    """A whole-number setting without a null meaning (``repeats``, ``batch``): never None."""
+    return _whole_number(key, cfg.get(key, default))
 
 
 def _choice(cfg: Any, key: str, default: Any, allowed: tuple[str, ...], nullable: bool = False) -> str | None:

@@ -16,6 +16,7 @@ from surfbench.bench.base.config import ConfigError, read_group_config, surface_
 from surfbench.bench.contracts.registry import build_surface
 from surfbench.bench.models import ModelPool, model_config
 from surfbench.bench.models.server_slots import episode_slot
+from surfbench.bench.models.spec import ModelConfig
 from surfbench.bench.models.types import Gated, ModelClient
 from surfbench.bench.run.cell import Cell as Cell  # where callers found them first
 from surfbench.bench.run.cell import CellSpec as CellSpec
@@ -23,8 +24,8 @@ from surfbench.bench.run.fit import first_request_fit, unfit_episode
 from surfbench.bench.run.play import Finished, play_episode
 from surfbench.bench.store.claims import Claims, retake_errored
 from surfbench.bench.store.identity import (
-    MODEL_IDENTITY_FIELDS,
     label,
+    model_settings,
 )
 from surfbench.bench.store.recorded import record_cell
 from surfbench.bench.store.results import RunStore, environment_info
@@ -78,13 +79,12 @@ def resolve_cell(
     mode = spec.mode or model_cfg.mode
     if mode not in ("native", "prompted"):
         raise ValueError(f"mode must be 'native' or 'prompted', got {mode!r}")
-    if mode != "prompted" and model_cfg.stop_on_repeated_call is not None:  # the run's mode= over the config's
-        file_stop = (shipped_model() or {}).get("stop_on_repeated_call")
-        if file_stop != model_cfg.stop_on_repeated_call:  # asked for, not the file's default (off in native mode)
-            raise ConfigError(
-                f"mode={mode} with model.stop_on_repeated_call={model_cfg.stop_on_repeated_call}: the stop reads "
-                "calls written as text, in prompted mode only; drop the override or set mode=prompted"
-            )
+    refused = model_cfg.stop_refused(mode, shipped_model())  # the run's mode= over the config's
+    if refused:  # a stop asked for, not the file's default (which is off in native mode)
+        raise ConfigError(
+            f"mode={mode} with model.stop_on_repeated_call={model_cfg.stop_on_repeated_call}: {refused}; drop the "
+            "override" + (" or set mode=prompted" if mode != "prompted" else "")
+        )
     surface_label = spec.surface
     model_label = spec.model
     if surface_data is not None:
@@ -105,19 +105,15 @@ def resolve_cell(
             base_model = model_config(spec.model, shipped)
             if base_model.provider == "scripted" and base_model.script_suite is None:  # model=oracle: this suite's
                 base_model = replace(base_model, script_suite=spec.suite)
-            fields_ = [f for f in MODEL_IDENTITY_FIELDS if f != "mode"]  # the mode has its own column
-            fields_ += ["repeat_penalty", "server", "flash_attn", "cache_control"]  # in the identity when set
-            model_label = label(
-                model_cfg.name,
-                {**{f: getattr(model_cfg, f) for f in fields_}, "stop_on_repeated_call": model_cfg.stop_in_step(mode)},
-                {
-                    **{f: getattr(base_model, f) for f in fields_},
-                    "stop_on_repeated_call": base_model.stop_in_step(mode),
-                },
-            )
+            model_label = label(model_cfg.name, _label_settings(model_cfg, mode), _label_settings(base_model, mode))
     if spec.grow:  # cells of a scale sweep differ only in their catalog: the label tells them apart
         surface_label = grown_label(surface_label, spec.grow)
     return Cell(spec, suite, surface_cfg, surface, model_cfg, tasks, mode, surface_label, model_label, own_catalog)
+
+
+def _label_settings(cfg: ModelConfig, mode: str) -> dict[str, object]:
+    """What a model label compares: the identity's settings as set, but the mode (a column of its own)."""
+    return {k: v for k, v in model_settings(cfg, mode).items() if k != "mode"}
 
 
 ProgressFn = Callable[[Cell, int, int, dict[str, Any] | None], None]

@@ -96,21 +96,37 @@ def _plain_fields(value: DataclassInstance | type[DataclassInstance]) -> dict[st
     return {f.name: _plain(getattr(value, f.name)) for f in fields(value) if f.compare}
 
 
-def model_identity(cfg: ModelConfig, mode: str) -> dict[str, object]:
-    """The model settings that shape an episode, with the embedded weights named by their sha256."""
+ADDED_IDENTITY_FIELDS: dict[str, object] = {
+    "cache_control": None,  # a prompt-cache breakpoint changes the request
+    "repeat_penalty": None,  # sent with every request
+    "stop_on_repeated_call": None,  # a cut answer is another answer (the stop in effect: ModelConfig.stop_in_step)
+    "server": "llama-cpp-python",  # another engine
+    "flash_attn": "off",  # attention computed in another order
+}
+"""Settings that joined the identity after runs were recorded, each with the value it leaves out of the identity:
+at that value a cell keeps the id it had before the setting existed."""
+
+
+def model_settings(cfg: ModelConfig, mode: str) -> dict[str, object]:
+    """Every model setting that shapes an episode, as set (the embedded weights by name): what a label compares.
+
+    :func:`model_identity` is this with each :data:`ADDED_IDENTITY_FIELDS` entry left out at its old value and
+    the weights named by their sha256; a setting added to the identity is in both, and so labels itself.
+    """
     out: dict[str, object] = {name: getattr(cfg, name, None) for name in MODEL_IDENTITY_FIELDS}
     out["mode"] = mode
-    if getattr(cfg, "cache_control", None):  # a prompt-cache breakpoint changes the request; absent, old ids hold
-        out["cache_control"] = cfg.cache_control
-    if getattr(cfg, "repeat_penalty", None) is not None:  # sent with every request; absent, old ids hold
-        out["repeat_penalty"] = cfg.repeat_penalty
-    stop = cfg.stop_in_step(mode)
-    if stop is not None:  # a cut answer is another answer; off (or native mode), old ids hold
-        out["stop_on_repeated_call"] = stop
-    if getattr(cfg, "server", "llama-cpp-python") != "llama-cpp-python":  # another engine; absent, old ids hold
-        out["server"] = cfg.server
-    if getattr(cfg, "flash_attn", "off") != "off":  # attention computed in another order; off, old ids hold
-        out["flash_attn"] = cfg.flash_attn
+    for name, old in ADDED_IDENTITY_FIELDS.items():
+        out[name] = cfg.stop_in_step(mode) if name == "stop_on_repeated_call" else getattr(cfg, name, old)
+    return out
+
+
+def model_identity(cfg: ModelConfig, mode: str) -> dict[str, object]:
+    """The model settings that shape an episode, with the embedded weights named by their sha256."""
+    out = {
+        name: value
+        for name, value in model_settings(cfg, mode).items()
+        if name not in ADDED_IDENTITY_FIELDS or value != ADDED_IDENTITY_FIELDS[name]
+    }
     if cfg.provider == "local" and cfg.embedded:
         from surfbench.bench.models.local import embedded
 
