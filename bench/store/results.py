@@ -282,7 +282,7 @@ class RunStore:
         self._tools.update(new)
 
     def write_run_info(self, info: Mapping[str, Any]) -> None:
-        """Merge ``info`` into run.json; cells accumulate (parallel sweep jobs take a lock).
+        """Merge ``info`` into run.json; cells accumulate (parallel sweep jobs take a lock); ``created`` is kept.
 
         Cells with a ``cell_id`` are merged by it: their task hashes accumulate (a task edited since an
         earlier run gets its new hash) and ``updated`` says when the cell last ran.
@@ -296,6 +296,8 @@ class RunStore:
                     loaded = json.loads(read_text(path, "run record"))  # bounded: ReadRefused is one line
                     existing = loaded if isinstance(loaded, dict) else {}
             merged = {**existing, **info}
+            if "created" in existing:  # when the run began: a resumed run keeps it (its cells say when they last ran)
+                merged["created"] = existing["created"]
             for key in ("catalog_hashes",):
                 merged[key] = {**existing.get(key, {}), **info.get(key, {})}
             merged["cells"] = _merge_cells(list(existing.get("cells", [])), list(info.get("cells", [])))
