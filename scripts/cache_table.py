@@ -75,9 +75,9 @@ def rows(report: Path) -> tuple[list[str], list[str]]:
 
 def breakpoint_reach(run: Path) -> list[str]:
     """Per surface: the Anthropic profile's largest breakpoint prefix, and the requests with one it would cache."""
-    from surfbench.bench.analysis.cache_model import breakpoint_prefix
-    from surfbench.bench.analysis.cache_requests import CELL_KEYS, run_requests
     from surfbench.bench.models.cache_profiles import profile
+    from surfbench.bench.promptcache.prompt_cache_model import breakpoint_prefix
+    from surfbench.bench.promptcache.prompt_cache_requests import CELL_KEYS, run_requests
     from surfbench.bench.store.reader import load
 
     lines = []

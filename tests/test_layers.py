@@ -10,10 +10,14 @@ the contracts; suites up to the suite format. A module directly in ``bench/`` fa
 in the package of its stage.
 
 Beside the stages, a **feature room** (``bench/<room>/``, :data:`ROOMS`) holds one feature that would
-otherwise be cut across them (task synthesis, sequential decisions, the server's benchmarks, suite authoring).
-A room stands after the core: it may import every stage but the front ends (``cli``), and another room only
-where :data:`ROOM_IMPORTS` declares it; no stage imports a room but ``cli``, which drives them all, and neither
-surfaces nor suites import one.
+otherwise be cut across them (task synthesis, sequential decisions, the server's benchmarks, suite authoring,
+prompt-cache modelling). A room has a place in the flow, a stage: it may import that stage and the ones before
+it, and only the stages after its place may import it. A room stands after the core unless :data:`ROOM_PLACE`
+gives it an earlier place: its place is then the last stage before the front ends, so it may import every stage
+but ``cli``, and no stage imports it but ``cli``, which drives them all. A room the core reads (the prompt-cache
+model, which the report and the gate read) is placed at the latest stage it imports, so that the stages after
+it may import it. Another room is imported only where :data:`ROOM_IMPORTS` declares it, and only when that
+room's place is no later than the importer's; neither surfaces nor suites import a room.
 """
 
 from __future__ import annotations
@@ -46,15 +50,33 @@ ROOMS = {
     "authoring": "suite authoring (surfbench init, check): scaffolds for a catalog or a live MCP server, its data's "
     "placement, the oracle replay, the retrieval chosen on the tasks; built on catalog, suites, run, store and "
     "analysis, in cli before",
+    "promptcache": "prompt-cache modelling: each provider's cache replayed over a run's requests, their effective "
+    "costs and the report's caching tables, cut across analysis and report before; named apart from the model "
+    "stage's response cache (bench/models/cache.py)",
 }
-"""Feature rooms, each with why it is one: a package that imports every core stage but ``cli``, and that only
-``cli`` imports among the core."""
-
-ROOM_IMPORTS: dict[str, frozenset[str]] = {}
-"""The other rooms a room may import, each pair declared here (none so far)."""
+"""Feature rooms, each with why it is one: a package that imports the core stages up to its place
+(:data:`ROOM_PLACE`), and that only the stages after its place import among the core."""
 
 FRONT = ORDER[-1]
-"""The front ends: the one stage that may import a room, and the one stage a room may not import."""
+"""The front ends: the one stage a room after the core may not import, and the one stage that may import it."""
+
+AFTER_CORE = ORDER[-2]
+"""The place of a room :data:`ROOM_PLACE` does not name: the last stage before the front ends."""
+
+ROOM_PLACE = {"promptcache": "analysis"}
+"""Rooms placed earlier than after the core, each at the latest stage it may import: the stages after it may
+import the room. The prompt-cache model reads run folders (store), cache profiles and segments (models) and the
+metric registry (analysis), and the report, its cells table and the gate's effective-cost criteria read it."""
+
+ROOM_IMPORTS: dict[str, frozenset[str]] = {"serverbench": frozenset({"promptcache"})}
+"""The other rooms a room may import, each pair declared here: the slot cache check replays a local run's
+requests through the prompt-cache model's one-slot profile."""
+
+
+def place(stage: str) -> str:
+    """The stage ``stage`` stands at: a stage itself, a room its :data:`ROOM_PLACE` or after the core."""
+    return ROOM_PLACE.get(stage, AFTER_CORE) if stage in ROOMS else stage
+
 
 OUTSIDE_CORE = {"surfaces": "contracts", "tasks": "suites"}
 """The latest core stage a surface module or a suite's module may import."""
@@ -125,15 +147,15 @@ def graph() -> dict[str, set[str]]:
 
 def allowed(src_stage: str, dst_stage: str, declared: dict[str, frozenset[str]]) -> bool:
     """Whether a module of ``src_stage`` (a stage, a room, or the latest stage a surface or suite may import)
-    may import one of ``dst_stage``."""
+    may import one of ``dst_stage``: a stage at or before the importer's place, a room only from a stage after
+    its place, or from a room that declares it and stands no earlier."""
     rank = {s: i for i, s in enumerate(ORDER)}
-    if src_stage in ROOMS:
-        if dst_stage in ROOMS:
-            return dst_stage == src_stage or dst_stage in declared.get(src_stage, frozenset())
-        return dst_stage != FRONT
     if dst_stage in ROOMS:
-        return src_stage == FRONT
-    return rank[dst_stage] <= rank[src_stage]
+        if src_stage in ROOMS:
+            pair = dst_stage == src_stage or dst_stage in declared.get(src_stage, frozenset())
+            return pair and rank[place(dst_stage)] <= rank[place(src_stage)]
+        return rank[src_stage] > rank[place(dst_stage)]
+    return rank[dst_stage] <= rank[place(src_stage)]
 
 
 def arrows_against_the_flow(
@@ -208,12 +230,17 @@ def test_every_core_module_is_in_a_stage_package():
     assert set(ROOMS) <= packages, "a room has no package"
     assert not set(ROOMS) & (set(ORDER) | set(KEPT)), "a room is named like a stage"
     assert set(ROOM_IMPORTS) | {r for rooms in ROOM_IMPORTS.values() for r in rooms} <= set(ROOMS), "not a room"
+    assert set(ROOM_PLACE) <= set(ROOMS), "a place for what is not a room"
+    assert set(ROOM_PLACE.values()) <= set(ORDER[:-2]), "a room placed at the front ends, or at the default place"
 
 
 def test_a_loose_module_has_no_stage():
     assert "surfbench.bench.helpers" not in stage_of({"surfbench.bench.helpers", "surfbench.bench.store.results"})
     assert stage_of({"surfbench.bench.mcp.mcp_client"})["surfbench.bench.mcp.mcp_client"] == "suites"
     assert stage_of({"surfbench.bench.synth.synth_run"})["surfbench.bench.synth.synth_run"] == "synth"
+    model = "surfbench.bench.promptcache.prompt_cache_model"
+    assert stage_of({model})[model] == "promptcache" and place("promptcache") == "analysis"
+    assert place("synth") == AFTER_CORE == "view" and place("report") == "report"
 
 
 def test_every_import_goes_along_the_flow():
@@ -286,3 +313,32 @@ def test_function_level_and_type_checking_imports_count(tmp_path: Path, source: 
     path = tmp_path / "m.py"
     path.write_text(source)
     assert imports(path, set(modules())) == seen
+
+
+def test_a_placed_room_is_imported_after_its_place_and_imports_nothing_later():
+    """The prompt-cache room stands at the analysis stage: the report and the gate may import it (they do),
+    the analysis stage may not, and it imports nothing past the analysis, nor a room that stands later."""
+    edges = graph()
+    stages = stage_of()
+    model, gate = "surfbench.bench.promptcache.prompt_cache_model", "surfbench.bench.report.gate"
+    assert "surfbench.bench.promptcache.prompt_cache_requests" in edges[gate]  # the effective-cost criteria
+    metrics = "surfbench.bench.analysis.metrics"
+    at_place = {**edges, metrics: edges[metrics] | {model}}
+    assert f"{metrics} (analysis) imports {model} (promptcache room)" in arrows_against_the_flow(at_place, stages)
+    late = {**edges, model: edges[model] | {gate}}
+    assert f"{model} (promptcache room) imports {gate} (report)" in arrows_against_the_flow(late, stages)
+    early = {**edges, model: edges[model] | {"surfbench.bench.store.reader"}}
+    assert not [line for line in arrows_against_the_flow(early, stages) if line.startswith(f"{model} ")]
+    surface = {**edges, "surfbench.surfaces.full": edges["surfbench.surfaces.full"] | {model}}
+    assert any(line.startswith("surfbench.surfaces.full ") for line in arrows_against_the_flow(surface, stages))
+
+    check = "surfbench.bench.serverbench.slot_check"
+    assert model in edges[check]  # declared in ROOM_IMPORTS
+    assert f"{check} (serverbench room) imports {model} (promptcache room)" in arrows_against_the_flow(
+        edges, stages, {}
+    )
+    batching = "surfbench.bench.serverbench.batching"
+    back = {**edges, model: edges[model] | {batching}}
+    line = f"{model} (promptcache room) imports {batching} (serverbench room)"
+    assert line in arrows_against_the_flow(back, stages)  # undeclared
+    assert line in arrows_against_the_flow(back, stages, {**ROOM_IMPORTS, "promptcache": frozenset({"serverbench"})})

@@ -183,7 +183,7 @@ METRICS: dict[str, Metric] = {
             "pct",
             criteria=("ratio",),
         ),
-        # modelled prompt caching per provider profile (bench.analysis.cache_model; not in CellSummary: per profile)
+        # modelled prompt caching per provider profile (bench.promptcache; not in CellSummary: per profile)
         Metric(
             "effective_input_tokens_per_step",
             "eff. in tok/step",

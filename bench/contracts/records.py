@@ -18,23 +18,23 @@ DOC = "doc"
 
 RECORDS_VERSION = 8
 """Bumped when what a run records changes (run.json keeps it per cell, ``records_version``). 2: steps record the
-operations shown, calls the operations a meta call returned (``hits``), episodes their expected operations, and
-the run its catalogs and help sizes (bench.store.recorded), so that readers never reload a suite. Cells without it
-(version 1) are read the old way, from today's suites (marked as the legacy path where it happens). 3: calls record
-the operation policy's verdict (``policy``), episodes their partial and efficient credit (``call_share``,
-``state_share``, ``min_round_trips``, ``efficiency``) and policy counts (``policy_denials``, ...; bench.score.credit);
-older parts read them as null (``surfbench migrate`` rewrites them with the columns). 4: steps record when their
-request was sent (``sent_at``) and its segments (``segments``: system text, tool block, each message, with a digest
-and a token count), the sequence the cache model replays (bench.analysis.cache_model); older steps have them null
-and the cache model rebuilds them from the transcripts (bench.analysis.cache_requests). 5: episodes record the calls
-that reached the backend where the task wants a pass-through value and how many reached it (``instance_calls``,
+operations shown, calls the operations a meta call returned (``hits``), episodes their expected operations, and the run
+its catalogs and help sizes (bench.store.recorded), so that readers never reload a suite. Cells without it (version 1)
+are read the old way, from today's suites (marked as the legacy path where it happens). 3: calls record the operation
+policy's verdict (``policy``), episodes their partial and efficient credit (``call_share``, ``state_share``,
+``min_round_trips``, ``efficiency``) and policy counts (``policy_denials``, ...; bench.score.credit); older parts read
+them as null (``surfbench migrate`` rewrites them with the columns). 4: steps record when their request was sent
+(``sent_at``) and its segments (``segments``: system text, tool block, each message, with a digest and a token count),
+the sequence the cache model replays (bench.promptcache.prompt_cache_model); older steps have them null and the cache
+model rebuilds them from the transcripts (bench.promptcache.prompt_cache_requests). 5: episodes record the calls that
+reached the backend where the task wants a pass-through value and how many reached it (``instance_calls``,
 ``instance_right``; bench.suites.instances); older parts read them as null. 6: steps record their tool block as the
 content hashes of its tools' wire texts in order (``tool_hashes``), and the run each distinct text once in its tools
 table (bench.store.tool_texts); older steps have them null: their tool block's text was not recorded. 7: steps record
 llama-server's own counts of the prompt tokens it took from its KV cache and those it computed (``server_cache_n``,
-``server_prompt_n``) and the slot the request ran on (``slot``); null for other engines and in older steps. 8:
-episodes record how they ended (``outcome``, :class:`EpisodeOutcome`); older parts have no such column and the
-reader types theirs from the error text (bench.store.outcomes, the legacy path)."""
+``server_prompt_n``) and the slot the request ran on (``slot``); null for other engines and in older steps. 8: episodes
+record how they ended (``outcome``, :class:`EpisodeOutcome`); older parts have no such column and the reader types
+theirs from the error text (bench.store.outcomes, the legacy path)."""
 
 RETRIEVAL_METAS = frozenset({"search", "load"})
 """The meta calls (a call's ``meta``) whose ``hits`` are what the surface retrieved, whatever its kind: a search
@@ -173,7 +173,7 @@ class StepRecord:
         default=None,
         metadata=doc(
             "The request in order, one [part, digest, tokens] per segment: system, tools, then each message by role "
-            "(tokens: o200k_base estimate; bench.analysis.cache_model replays them); None before records v4."
+            "(tokens: o200k_base estimate; bench.promptcache.prompt_cache_model replays them); None before records v4."
         ),
     )
     tool_hashes: list[str] | None = field(

@@ -1,7 +1,7 @@
 """Prompt-cache profiles: how each provider would reuse a request's prefix, as small declared numbers.
 
-The cache model (:mod:`surfbench.bench.analysis.cache_model`) replays the token sequences a run sent under each
-profile. A profile is a handful of documented numbers, each overridable per model config
+The cache model (:mod:`surfbench.bench.promptcache.prompt_cache_model`) replays the token sequences a run sent under
+each profile. A profile is a handful of documented numbers, each overridable per model config
 (``cache_profiles: {anthropic: {min_tokens: 2048}}`` in ``configs/model/*.yaml``); docs/metrics.md cites the
 sources. The four built-in ones:
 

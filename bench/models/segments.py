@@ -2,7 +2,8 @@
 
 A step records its request's segments (``StepRecord.segments``, records v4): the system text, the tool block,
 then each message after the system message, by role. Two requests share a prefix as far as their segments are
-equal, so the cache model (:mod:`surfbench.bench.analysis.cache_model`) replays a run's reuse from these alone.
+equal, so the cache model (:mod:`surfbench.bench.promptcache.prompt_cache_model`) replays a run's reuse from these
+alone.
 Token counts are ``o200k_base`` estimates of the text the loop built (the system text; each tool's wire text; a
 message's compact JSON); the cache model scales them to the prompt tokens the provider reported.
 """

@@ -1,8 +1,8 @@
 """The cache model: what each provider's prompt cache would serve, write and compute for the requests a run sent.
 
 A run's requests are replayed in the order and at the times they were sent (:class:`Request`: its segments, each
-a digest and a token count; :mod:`surfbench.bench.analysis.cache_requests` builds them from a run folder) under a
-:class:`~surfbench.bench.models.cache_profiles.CacheProfile`:
+a digest and a token count; :mod:`surfbench.bench.promptcache.prompt_cache_requests` builds them from a run folder)
+under a :class:`~surfbench.bench.models.cache_profiles.CacheProfile`:
 
 - ``prefix`` (OpenAI, Gemini): the longest prefix any earlier request of the cell shares with this one, among the
   entries used within the profile's lifetime, rounded down to whole blocks; nothing below ``min_tokens`` (and

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from surfbench.bench.analysis.cache_model import CacheCell, Request, Segment, StepCache, simulate, summarize
 from surfbench.bench.base.values import decoded
 from surfbench.bench.base.values import missing as _missing
 from surfbench.bench.models.cache_profiles import PROFILES, CacheProfile, ProfilePrices, profile, profile_prices
 from surfbench.bench.models.segments import SYSTEM, TOOLS, digest, message_segment, text_tokens
+from surfbench.bench.promptcache.prompt_cache_model import CacheCell, Request, Segment, StepCache, simulate, summarize
 from surfbench.bench.store.results import key_stem
 from surfbench.bench.store.tables import as_int
 from surfbench.bench.store.transcripts import iter_transcripts

@@ -1,8 +1,8 @@
 """The report's prompt-caching parts: effective columns, the caching and cache-break tables, rank sentences.
 
 The cells table's effective columns, the caching and cache-break tables, and one sentence per surface on whether
-caching changes its rank. Numbers come from the cache model (:mod:`surfbench.bench.analysis.cache_model`) over the
-requests each cell sent (:mod:`surfbench.bench.analysis.cache_requests`), under each provider profile
+caching changes its rank. Numbers come from the cache model (:mod:`surfbench.bench.promptcache.prompt_cache_model`)
+over the requests each cell sent (:mod:`surfbench.bench.promptcache.prompt_cache_requests`), under each provider profile
 (:mod:`surfbench.bench.models.cache_profiles`). Takes the report's cells duck-typed (``keys``, ``summary``,
 ``cache``), so that :mod:`surfbench.bench.report.report_data` can import it.
 """
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from surfbench.bench.analysis.cache_model import CacheCell
-from surfbench.bench.analysis.cache_requests import CellCache
 from surfbench.bench.analysis.metrics import METRICS, fmt
 from surfbench.bench.base.sections import Section
 from surfbench.bench.models.cache_profiles import PROFILES
+from surfbench.bench.promptcache.prompt_cache_model import CacheCell
+from surfbench.bench.promptcache.prompt_cache_requests import CellCache
 
 PROFILE_NAMES = tuple(PROFILES)
 """The profiles every report shows, in this order."""
@@ -157,6 +157,7 @@ def cache_sections(rows: Sequence[Any], cache: Mapping[tuple[str, ...], CellCach
         for p in PROFILES.values()
     )
     text = (
+        # the path as the committed reference reports print it (the model is bench/promptcache/prompt_cache_model.py)
         "Modelled from the requests each cell sent, in order (bench/analysis/cache_model.py; docs/metrics.md): "
         f"{profiles}. Each cell starts cold; overrides come from the model config's `cache_profiles`."
     )

@@ -12,8 +12,8 @@ change costs before any model runs:
   ``surfbench surfaces`` counts (each tool's wire text on its own, under o200k_base), with the identical beginning of
   the first differing text counted too. The suite's own system prompt is not part of the catalog and is left out.
 
-A cached prefix is what :mod:`surfbench.bench.analysis.cache_model` models per request; here there is no run, so
-each profile's rule is applied to one conversation in progress whose whole head was cached: ``prefix`` profiles keep
+A cached prefix is what :mod:`surfbench.bench.promptcache.prompt_cache_model` models per request; here there is no run,
+so each profile's rule is applied to one conversation in progress whose whole head was cached: ``prefix`` profiles keep
 the identical prefix rounded down to whole blocks (nothing below ``min_tokens``), ``breakpoints`` keep the longest
 breakpoint prefix (after the tool block, after the system text) that is identical, ``slot`` keeps the identical
 prefix. Past the kept prefix a ``prefix`` or ``slot`` conversation also recomputes its whole history.

@@ -45,12 +45,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from surfbench.bench.analysis.cache_requests import effective_costs
 from surfbench.bench.analysis.compare import Paired, paired_comparisons
 from surfbench.bench.analysis.metrics import METRICS, Metric, summarize_cell
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.base.values import decoded
 from surfbench.bench.catalog.provider_limits import recorded_originals
+from surfbench.bench.promptcache.prompt_cache_requests import effective_costs
 from surfbench.bench.report.gate_criteria import BATCH, KINDS, Criterion, load_criteria
 from surfbench.bench.report.gate_exit import EXIT as EXIT
 from surfbench.bench.report.gate_exit import scripted_warning, worst_exit
@@ -249,7 +249,7 @@ def judge(criteria_path: Path, runs: list[Path], keep_newest: bool = False) -> G
         for scope, sub in subsets.items()
         for p in paired_comparisons(sub, baseline, hot)
     }
-    # an effective-cost criterion: each surface x model under its cache profile (bench.analysis.cache_requests)
+    # an effective-cost criterion: each surface x model under its cache profile (bench.promptcache)
     effective = {c: effective_costs(view, subsets[c.scope], c.profile) for c in spec["criteria"] if c.profile}
     verdicts: list[Verdict] = []
     per_model: dict[tuple[str, str], str] = {}

@@ -18,7 +18,7 @@ from pathlib import Path
 from surfbench.bench.analysis.funnel import funnel_section
 from surfbench.bench.analysis.multicall import multicall_section
 from surfbench.bench.base.sections import Section
-from surfbench.bench.report.cache_section import cache_sections
+from surfbench.bench.promptcache.prompt_cache_section import cache_sections
 from surfbench.bench.report.figures import draw_all
 from surfbench.bench.report.report_choices import ACCESS_HEAD, access_table, picks_table
 from surfbench.bench.report.report_data import (
@@ -86,7 +86,7 @@ def report_sections(data: ReportData, figures: Mapping[str, str], viewer: str | 
     sections += funnel_section(data.funnel)  # preselect, search, lazy: where tasks are lost (bench.analysis.funnel)
     sections += multicall_section(data.multicall, data.baseline)  # round trips where one program could save calls
     sections += scale_section(data.scale)  # runs with more than one catalog size: the scale figure's numbers
-    sections += cache_sections(data.cells, data.cache)  # modelled prompt caching (bench.report.cache_section)
+    sections += cache_sections(data.cells, data.cache)  # modelled prompt caching (bench.promptcache)
     if figures:
         sections.append(Section("Figures", figures=tuple(figures.items())))
     return [section for section in sections if not section.empty]  # e.g. per operation, without expected calls

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from surfbench.bench.analysis.cache_requests import cache_cells, cell_key
 from surfbench.bench.analysis.compare import Paired, paired_comparisons
 from surfbench.bench.analysis.funnel import FunnelRow, catalog_sizes, funnel_rows
 from surfbench.bench.analysis.metrics import METRICS, Metric, declared, fmt, per_operation, show, summarize_cell
@@ -21,7 +20,8 @@ from surfbench.bench.analysis.power import PassK, pass_k
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.base.values import decoded
 from surfbench.bench.catalog.provider_limits import recorded_originals
-from surfbench.bench.report.cache_section import PROFILE_NAMES, effective_head, effective_text
+from surfbench.bench.promptcache.prompt_cache_requests import cache_cells, cell_key
+from surfbench.bench.promptcache.prompt_cache_section import PROFILE_NAMES, effective_head, effective_text
 from surfbench.bench.report.report_choices import AlternativePicks, access_split, alternative_picks, catalog_facts
 from surfbench.bench.report.scale_figure import ScalePoint, scale_points
 from surfbench.bench.store.evidence import config_labels, surface_label
@@ -50,7 +50,7 @@ class CellRow:
     does_not_fit: int = 0
     """Episodes not run: their first request could not fit the model's context window (bench.run.fit)."""
     cache: dict[str, Any] = field(default_factory=dict)
-    """Profile name -> the cell's CacheCell (bench.analysis.cache_model), where its requests could be replayed."""
+    """Profile name -> the cell's CacheCell (bench.promptcache), where its requests could be replayed."""
     tasks: frozenset[str] = frozenset()
     """The ids of the tasks the cell ran (cells with other tasks do not compare row by row)."""
 
@@ -86,7 +86,7 @@ class ReportData:
     """Valid -> original operation name where an importer renamed one (the runs' ``name_map``): tables
     show the catalog's own name (``repos/update-org-ruleset``), the results store keeps the valid one."""
     cache: dict[tuple[str, ...], Any] = field(default_factory=dict)
-    """Cell key (bench.analysis.cache_requests.cell_key) -> the cell under each cache profile (CellCache)."""
+    """Cell key (bench.promptcache.prompt_cache_requests.cell_key) -> the cell under each cache profile (CellCache)."""
 
 
 def _num(value: Any) -> float:
@@ -180,7 +180,7 @@ def collect(
     frame = view.episodes
     baseline, baseline_notes = resolve_baseline({str(s) for s in frame["surface"]}, baseline)
     cells = cell_rows(frame)
-    cache = cache_cells(view) if len(frame) else {}  # prompt caching per profile (bench.analysis.cache_requests)
+    cache = cache_cells(view) if len(frame) else {}  # prompt caching per profile (bench.promptcache)
     cells = [replace(c, cache=cache[cell_key(c.keys)].cells) if cell_key(c.keys) in cache else c for c in cells]
     facts = catalog_facts(runs, view.infos, frame, hot_k)  # from the run folders (legacy runs: today's suites)
     scripted = view.scripted
@@ -251,7 +251,7 @@ def _ratio(r: CellRow, base: float | None) -> str:
 
 
 def _effective(profile: str) -> CellColumn:
-    """A cache profile's effective input tokens per step and cost per episode (bench.report.cache_section)."""
+    """A cache profile's effective input tokens per step and cost per episode (bench.promptcache)."""
     return CellColumn(effective_head(profile), lambda r, _: effective_text(r.cache.get(profile)), optional=True)
 
 
@@ -286,7 +286,7 @@ CELL_COLUMNS = [
     CellColumn("tools", lambda r, _: fmt(r.tools_shown)),
     CellColumn("tool block B", lambda r, _: fmt(r.tool_block_bytes)),
     CellColumn("x smaller", _ratio), _metric("prompt_tokens_per_step"),
-    *(_effective(p) for p in PROFILE_NAMES),  # prompt caching per provider profile (bench.report.cache_section)
+    *(_effective(p) for p in PROFILE_NAMES),  # prompt caching per provider profile (bench.promptcache)
     CellColumn(
         f"{METRICS['round_trips'].label} (overhead)",
         lambda r, _: f"{show(r.summary, 'round_trips')} ({show(r.summary, 'overhead_round_trips')})",

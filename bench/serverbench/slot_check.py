@@ -5,7 +5,7 @@ and ``prompt_n`` (prompt tokens it computed); ``id_slot`` names the slot (``/com
 Two checks:
 
 - :func:`compare_tokens`: from the exact token ids of each prompt (and, where known, of what was generated for it),
-  in the order sent. This is exact: :func:`surfbench.bench.analysis.cache_model.slot_cache_counts` must equal
+  in the order sent. This is exact: :func:`surfbench.bench.promptcache.prompt_cache_model.slot_cache_counts` must equal
   ``cache_n`` on every request, and ``cache_n + prompt_n`` must be the prompt's length (else the ids are not the
   ones the server tokenized). :mod:`surfbench.bench.serverbench.slot_tokens` rebuilds those ids from a recorded run
   of a local model (the GGUF's chat template and vocabulary): exact on every request of the recorded fixture.
@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from surfbench.bench.analysis.cache_model import Request, simulate, slot_cache_counts
 from surfbench.bench.models.cache_profiles import PROFILES
+from surfbench.bench.promptcache.prompt_cache_model import Request, simulate, slot_cache_counts
 
 
 @dataclass(frozen=True)

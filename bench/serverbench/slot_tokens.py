@@ -29,11 +29,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from surfbench.bench.analysis.cache_requests import Transcripts, run_folders, transcript_messages
 from surfbench.bench.base.values import missing as _missing
 from surfbench.bench.contracts.surface import ToolSpec
 from surfbench.bench.models.local import ModelUnavailable, embedded, require
 from surfbench.bench.models.prompting import prompted_messages
+from surfbench.bench.promptcache.prompt_cache_requests import Transcripts, run_folders, transcript_messages
 from surfbench.bench.serverbench.slot_check import SlotComparison, compare_tokens
 from surfbench.bench.store.tool_texts import block_texts
 

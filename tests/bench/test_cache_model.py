@@ -13,14 +13,6 @@ import re
 
 import pytest
 
-from surfbench.bench.analysis.cache_model import (
-    Request,
-    Segment,
-    breakpoint_prefix,
-    simulate,
-    slot_cache_counts,
-    summarize,
-)
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.models.cache_profiles import (
     PROFILES,
@@ -31,6 +23,14 @@ from surfbench.bench.models.cache_profiles import (
     usage_split,
 )
 from surfbench.bench.models.cost import call_usage
+from surfbench.bench.promptcache.prompt_cache_model import (
+    Request,
+    Segment,
+    breakpoint_prefix,
+    simulate,
+    slot_cache_counts,
+    summarize,
+)
 from surfbench.bench.serverbench.slot_check import compare_requests, compare_tokens
 
 SYSTEM = ("system", "sys", 200)

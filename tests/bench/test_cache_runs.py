@@ -14,12 +14,12 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from surfbench.bench.analysis.cache_requests import cache_cells, run_requests
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.contracts.registry import build_surface
 from surfbench.bench.contracts.surface import ToolCall
 from surfbench.bench.models.scripted import call_turn, text_turn, with_usage
 from surfbench.bench.models.types import ModelRequest, ModelTurn
+from surfbench.bench.promptcache.prompt_cache_requests import cache_cells, run_requests
 from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
 from surfbench.bench.store.reader import load
 from surfbench.bench.store.results import RunStore

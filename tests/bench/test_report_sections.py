@@ -32,7 +32,7 @@ EVERY_SECTION = [
     "Retrieval funnel (preselect, search, lazy, code with search_api)",
     "Tasks with two or more expected calls",
     "Catalog size",
-    "Prompt caching per provider profile (modelled)",  # bench.report.cache_section
+    "Prompt caching per provider profile (modelled)",  # bench.promptcache.prompt_cache_section
     "Cache breaks: the prefix changed within an episode",
     "Does caching change the ranking?",
     "Figures",

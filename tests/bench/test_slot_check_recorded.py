@@ -14,8 +14,8 @@ import os
 
 import pytest
 
-from surfbench.bench.analysis.cache_requests import run_requests
 from surfbench.bench.models.local import ModelUnavailable
+from surfbench.bench.promptcache.prompt_cache_requests import run_requests
 from surfbench.bench.serverbench.slot_check import compare_requests, compare_tokens
 from surfbench.bench.serverbench.slot_tokens import GGUFChat, model_gguf, request_messages, token_records
 from surfbench.bench.store.reader import load
