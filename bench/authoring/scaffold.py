@@ -110,7 +110,8 @@ def matchers(args: dict[str, Any]) -> dict[str, Any]:
     return {k: matchers(v) if isinstance(v, dict) else [v] if isinstance(v, list) else v for k, v in args.items()}
 
 
-def _slug(name: str) -> str:
+def task_slug(name: str) -> str:
+    """A task id's part made from an operation's name: lowercase words joined by hyphens (``task`` if none)."""
     return re.sub(r"[^a-z0-9]+", "-", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", name).lower()).strip("-") or "task"
 
 
@@ -120,7 +121,8 @@ def smoke_turn(op: Operation) -> str:
     return f"{(op.summary or op.name).rstrip('.')}{f' ({given})' if given else ''}."
 
 
-def _task(op: Operation, task_id: str, turn: str, canned: dict[str, Any]) -> dict[str, Any]:
+def task_entry(op: Operation, task_id: str, turn: str, canned: dict[str, Any]) -> dict[str, Any]:
+    """A tasks file's entry: one dev turn expecting ``op`` with its required arguments, ``canned`` its result."""
     return {
         "id": task_id,
         "split": "dev",
@@ -131,11 +133,12 @@ def _task(op: Operation, task_id: str, turn: str, canned: dict[str, Any]) -> dic
     }
 
 
-def _dump(data: Any) -> str:
+def yaml_text(data: Any) -> str:
+    """``data`` as the scaffolds write YAML: keys in order, short lists inline, lines of about 110 characters."""
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, allow_unicode=True, width=110)
 
 
-def _working_op(catalog: Catalog, first: list[Operation]) -> Operation | None:
+def working_op(catalog: Catalog, first: list[Operation]) -> Operation | None:
     """The operation of the runnable task: a read with required arguments whose placeholders are valid."""
     from surfbench.bench.base.validation import validate_args
 
@@ -167,9 +170,9 @@ def tasks_text(catalog: Catalog) -> str:
         "# Runnable tasks, so that the suite runs as it is (replace their placeholders with real values):",
     ]
     runnable = []
-    op = _working_op(catalog, chosen)
+    op = working_op(catalog, chosen)
     if op is not None:
-        task = _task(op, f"smoke-{_slug(op.name)}", smoke_turn(op), {"result": CANNED_WORD})
+        task = task_entry(op, f"smoke-{task_slug(op.name)}", smoke_turn(op), {"result": CANNED_WORD})
         runnable.append({**task, "answer": {"contains": [CANNED_WORD]}})
     runnable.append(
         {
@@ -180,11 +183,11 @@ def tasks_text(catalog: Catalog) -> str:
             "answer": {"any_of": REFUSE_ANSWER},
         }
     )
-    out += [_dump(runnable).rstrip(), "", "# Examples, one per most-used operation; the operations chosen:", *rule]
+    out += [yaml_text(runnable).rstrip(), "", "# Examples, one per most-used operation; the operations chosen:", *rule]
     out += ["# Uncomment one, write its turn as a user would ask, and put real values in args and canned."]
     for op in chosen:
         turn = f"{(op.summary or op.name).rstrip('.')}."
-        block = _dump([_task(op, _slug(op.name), turn, {"ok": True})]).rstrip()
+        block = yaml_text([task_entry(op, task_slug(op.name), turn, {"ok": True})]).rstrip()
         out += ["#", *(f"# {line}" for line in block.splitlines())]
     return "\n".join(out) + "\n"
 
@@ -259,7 +262,7 @@ def init_suite(source: str, folder: Path, fmt: str | None = None, name: str | No
             suite["catalog_format"] = "native" if python else fmt
         suite.update(backend="none", system_prompt=SYSTEM_PROMPT, max_steps=6, tasks=["tasks.yaml"])
         head = "# A code-free suite (see README.md): no backend; results come from each task's `canned`.\n"
-        (target / "suite.yaml").write_text(head + _dump(suite), encoding="utf-8")
+        (target / "suite.yaml").write_text(head + yaml_text(suite), encoding="utf-8")
         (target / "tasks.yaml").write_text(tasks_text(catalog), encoding="utf-8")
         (target / "README.md").write_text(_readme(name, folder, catalog, source), encoding="utf-8")
         load_suite(str(target))  # what was written loads as a suite, before it is moved into place

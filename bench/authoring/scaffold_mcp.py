@@ -25,15 +25,15 @@ from surfbench.bench.authoring.scaffold import (
     MATCHER_HELP,
     REFUSE_ANSWER,
     SYSTEM_PROMPT,
-    _dump,
-    _slug,
-    _task,
-    _working_op,
     building,
     example_operations,
     recipe_paths,
     smoke_turn,
     suite_name,
+    task_entry,
+    task_slug,
+    working_op,
+    yaml_text,
 )
 from surfbench.bench.authoring.scaffold_data import Placement, copy_data, place
 from surfbench.bench.catalog.catalog import Catalog, Operation
@@ -112,7 +112,7 @@ catalog:
   pinned: tools.json             # the tools/list answer init saw, as sent; a run warns when the live list differs
 backend: mcp                     # each call goes to the live server ({fresh} per episode)
 # backend_options: {{state: state.py:read_state}}   # fn(workdir) -> dict: what tasks' `state:` checks read
-{_dump(rest).rstrip()}
+{yaml_text(rest).rstrip()}
 """
 
 
@@ -140,7 +140,7 @@ def _runnable_op(catalog: Catalog, first: list[Operation]) -> Operation | None:
     safe = tuple(op for op in catalog if not op.destructive)
     if not safe:
         return None
-    return _working_op(Catalog(name=catalog.name, operations=safe), [op for op in first if not op.destructive])
+    return working_op(Catalog(name=catalog.name, operations=safe), [op for op in first if not op.destructive])
 
 
 def tasks_text(catalog: Catalog) -> str:
@@ -160,7 +160,7 @@ def tasks_text(catalog: Catalog) -> str:
     runnable = []
     op = _runnable_op(catalog, chosen)
     if op is not None:
-        task = _task(op, f"smoke-{_slug(op.name)}", smoke_turn(op), {})
+        task = task_entry(op, f"smoke-{task_slug(op.name)}", smoke_turn(op), {})
         del task["canned"]
         runnable.append(task)
         marked = "marked read-only" if op.read_only else "NOT marked read-only (readOnlyHint) by the server"
@@ -177,13 +177,13 @@ def tasks_text(catalog: Catalog) -> str:
         }
     )
     examples = "# Examples, one per operation of bench/authoring/scaffold.py's example_operations"
-    out += [_dump(runnable).rstrip(), "", examples]
+    out += [yaml_text(runnable).rstrip(), "", examples]
     out += ["# (the heaviest, else round-robin over categories). Uncomment one, write its turn as a user would"]
     out += ["# ask, put real values in args, and add an answer or state check for what the server really does."]
     for op in chosen:
-        task = _task(op, _slug(op.name), f"{(op.summary or op.name).rstrip('.')}.", {})
+        task = task_entry(op, task_slug(op.name), f"{(op.summary or op.name).rstrip('.')}.", {})
         del task["canned"]
-        out += ["#", *(f"# {line}" for line in _dump([task]).rstrip().splitlines())]
+        out += ["#", *(f"# {line}" for line in yaml_text([task]).rstrip().splitlines())]
     return "\n".join(out) + "\n"
 
 
