@@ -157,8 +157,8 @@ def cache_sections(rows: Sequence[Any], cache: Mapping[tuple[str, ...], CellCach
         for p in PROFILES.values()
     )
     text = (
-        # the path as the committed reference reports print it (the model is bench/promptcache/prompt_cache_model.py)
-        "Modelled from the requests each cell sent, in order (bench/analysis/cache_model.py; docs/metrics.md): "
+        "Modelled from the requests each cell sent, in order (bench/promptcache/prompt_cache_model.py; "
+        "docs/metrics.md): "
         f"{profiles}. Each cell starts cold; overrides come from the model config's `cache_profiles`."
     )
     if MEASURED_HEAD in head:

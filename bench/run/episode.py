@@ -124,7 +124,7 @@ def run_episode(
                 tools = session.tools()
                 shown = session.operations_shown()
                 request = replace(settings.request, messages=tuple(messages), tools=tuple(tools))
-                sent_at = time.time()  # the cache model's clock (bench.analysis.cache_model: entries expire)
+                sent_at = time.time()  # the cache model's clock (bench.promptcache: entries expire)
                 turn = client.complete(request)
                 groups, peaks = _run_calls(turn, session, backend, step, catalog_ops, policy)
                 for name, peak in peaks.items():  # the largest peaks any program of the episode reached
