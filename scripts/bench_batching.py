@@ -118,8 +118,8 @@ def server_flags(setting: Any, cfg: Any) -> str:
 
 def measure(setting: Any, cells: list[tuple[str, Any]], tmp: Path) -> tuple[dict[str, Any], list[tuple[str, Any, Any]]]:
     """Run the setting's cells on a fresh server; its row, and per cell (workload, episodes, calls)."""
-    from surfbench.bench.cli.sweep import COMMIT_INTERVAL_S
     from surfbench.bench.models import ModelPool
+    from surfbench.bench.run.execute import COMMIT_INTERVAL_S
     from surfbench.bench.run.runner import run_cell
     from surfbench.bench.store.results import RunStore, load_runs
 

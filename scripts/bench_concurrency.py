@@ -80,8 +80,8 @@ class Stub:
 
 def surfbench_run(api_base: str, episodes: int, concurrency: int) -> dict:
     from surfbench.bench.catalog.wire import preload_encodings
-    from surfbench.bench.cli.sweep import COMMIT_INTERVAL_S
     from surfbench.bench.models import ModelPool
+    from surfbench.bench.run.execute import COMMIT_INTERVAL_S
     from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
     from surfbench.bench.store.results import RunStore, load_runs
 

@@ -45,8 +45,8 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=8)
     args = parser.parse_args()
 
-    from surfbench.bench.cli.sweep import COMMIT_INTERVAL_S
     from surfbench.bench.models import ModelPool, model_config
+    from surfbench.bench.run.execute import COMMIT_INTERVAL_S
     from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
     from surfbench.bench.store.results import RunStore, load_runs
 

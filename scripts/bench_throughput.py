@@ -32,9 +32,9 @@ INSPECT = "inspect-ai==0.3.285"
 
 
 def surfbench_rate(n: int) -> dict:
-    from surfbench.bench.cli.sweep import COMMIT_INTERVAL_S
     from surfbench.bench.models import ModelPool
     from surfbench.bench.models.scripted import OracleClient
+    from surfbench.bench.run.execute import COMMIT_INTERVAL_S
     from surfbench.bench.run.runner import CellSpec, resolve_cell, run_cell
     from surfbench.bench.store.results import RunStore, load_runs
 

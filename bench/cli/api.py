@@ -2,7 +2,8 @@
 
 A :class:`RunSpec` names a run with typed fields (the suite, the surfaces and models to cross, the settings of
 configs/config.yaml) plus any other Hydra override; :func:`run` composes its cells with Hydra's compose API
-(bench/cli/compose.py), runs them in this process one after another (the model servers shared), and returns a
+(bench/cli/compose.py), plans the run (bench/run/plan.py) and runs it in this process, one cell after another (the
+model servers shared, bench/run/execute.py), and returns a
 :class:`RunResult`: each cell's id, folder, episodes and summary, and the folder read back by the typed
 reader (``.runs``, what ``surfbench.load`` returns). The guards are those of ``surfbench run``
 (bench/cli/session.py): secrets registered before Hydra sees an override, ``results_dir`` and ``run`` checked

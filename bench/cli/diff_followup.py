@@ -269,10 +269,10 @@ def _design(folder: Path, record: SequentialRecord) -> None:
 
 def run_followup(args: argparse.Namespace, old_catalog: Catalog, new_catalog: Catalog, diff: CatalogDiff) -> Followup:
     """Run the follow-up (or find it run: a re-run resumes) and judge it."""
-    from surfbench.bench.cli.sweep import open_run
     from surfbench.bench.models.server import install_signal_handlers
     from surfbench.bench.report.gate import hot_operations
     from surfbench.bench.report.gate_criteria import BATCH
+    from surfbench.bench.run.execute import open_run
     from surfbench.bench.sequential.catalog_followup import (
         FollowedCell,
         exit_code,

@@ -6,7 +6,7 @@ cartesian product of the sweep overrides as Hydra's basic sweeper does and runs 
 one after another, sharing each model server (:func:`run_cells`, also what :func:`surfbench.run` does).
 Another launcher (``hydra/launcher=joblib``: worker processes, each with its own servers on free ports; Ray
 and submitit: see docs/sweeps-and-gates.md), another sweeper, and Hydra's own flags (``--cfg``, ``--help``,
-``--info``) go through Hydra's entry (``_run_hydra``, given the arguments as a list, no ``sys.argv`` swap):
+``--info``) go through Hydra's public entry (``hydra.main``, ``sys.argv`` set for the call and restored):
 each job it launches is :func:`_hydra_job`. Every cell writes into the same run folder; a re-run resumes.
 """
 
@@ -15,20 +15,18 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.base.secrets import redact
 from surfbench.bench.cli.compose import Composed, compose_run, launch_lines, unknown_config_message
-from surfbench.bench.cli.session import mark_failure, model_pool, run_name_problem, session
+from surfbench.bench.cli.session import mark_failure, model_pool, session
 
 if TYPE_CHECKING:
-    from surfbench.bench.models import ModelPool
-    from surfbench.bench.run.cell import Cell
-    from surfbench.bench.run.overrides import RunSettings
-    from surfbench.bench.store.results import RunStore
+    from surfbench.bench.run.execute import CellResult
+    from surfbench.bench.run.plan import RunPlan
     from surfbench.bench.store.tables import CellSummary
 
 
@@ -52,66 +50,12 @@ class CellRun:
     summary: CellSummary
 
 
-@dataclass(frozen=True)
-class Job:
-    """A cell ready to run: resolved, its model client made, its run folder prepared and run.json written."""
-
-    cell: Cell
-    """The resolved cell."""
-    store: RunStore
-    """Its run folder."""
-    pool: ModelPool
-    settings: RunSettings
-    """The checked top-level settings (the cell's plan's, bench/run/plan.py)."""
-    run_name: str
-
-
-def run_job(cfg: Any, choices: dict[str, str], multirun: bool) -> CellRun:
-    """Run the cell one composed config describes; return it with its summary (what ``surfbench run`` prints)."""
-    from surfbench.bench.run.progress import make_progress
-    from surfbench.bench.run.runner import run_cell
-
-    job = prepare_job(cfg, choices, multirun)
-    new = run_cell(job.cell, job.pool, job.store, job.run_name, progress=make_progress(job.settings.progress))
-    return finish_job(job, len(new))
-
-
-def prepare_job(cfg: Any, choices: dict[str, str], multirun: bool, sequential: bool = False) -> Job:
-    """Everything before a cell's first episode: the cell planned (bench/run/plan.py), resolved, its folder, run.json.
-
-    ``sequential``: the caller runs the cells batch by batch (``until_decided``, bench/sequential/until_decided.py).
-    """
-    from surfbench.bench.run.plan import plan_cell
-
-    plan = plan_cell(cfg, choices, multirun, sequential)
-    cell = plan.resolve()
-    pool = model_pool(plan.settings.no_cache)
-    pool.client(cell.model_cfg)  # weights pulled, API key set: fail before anything is written
-    store = open_run(plan.folder, cell)
-    print(
-        f"run {plan.run_name}: {cell.label()} ({cell.mode}), {len(cell.tasks)} task(s) x {plan.spec.repeats}",
-        file=sys.stderr,
-    )
-    return Job(cell, store, pool, plan.settings, plan.run_name)
-
-
-def open_run(folder: Path, cell: Cell) -> RunStore:
-    """The run folder made (or found) and ``cell`` recorded in its run.json: what a cell's first episode needs."""
-    from surfbench.bench.run.runner import record_run
-    from surfbench.bench.store.results import RunStore
-
-    store = RunStore(folder, commit_interval_s=COMMIT_INTERVAL_S)
-    store.prepare()
-    record_run(store, cell)
-    return store
-
-
-def finish_job(job: Job, new_episodes: int) -> CellRun:
-    """The cell's summary over its episodes in the run folder, printed; ``new_episodes``: how many ran now."""
+def finish_job(ran: CellResult) -> CellRun:
+    """The cell's summary over its episodes in the run folder, printed, right after the cell ran."""
     from surfbench.bench.analysis.metrics import format_summary, summarize_cell
     from surfbench.bench.store.results import load_runs
 
-    cell, store, spec = job.cell, job.store, job.cell.spec
+    cell, store, spec = ran.cell, ran.store, ran.cell.spec
     frame = load_runs([store.root])
     keys = {cell.episode_key(t, r) for t in cell.tasks for r in range(spec.repeats)}
     mine = frame[frame["episode_key"].isin(keys)]  # this cell's identity and today's tasks, nothing older
@@ -133,7 +77,7 @@ def finish_job(job: Job, new_episodes: int) -> CellRun:
         model=cell.model_cfg.name,
         folder=store.root,
         episodes=len(mine),
-        new_episodes=new_episodes,
+        new_episodes=ran.new_episodes,
         summary=summary,
     )
 
@@ -189,31 +133,50 @@ def main(args: Sequence[str]) -> int:
 def run_cells(composed: Composed) -> list[CellRun]:
     """Run every composed cell in this process, one after another (Hydra's basic launcher); return those that ran.
 
-    A failing cell is reported and leaves a failure marker (bench/cli/session.py); the other cells go on.
+    The run is planned first (bench/run/plan.py's ``plan_run``: every cell's settings checked), then run
+    (bench/run/execute.py's ``run_plan``, or the sequential room's ``run_until_decided`` for ``until_decided``),
+    each cell's summary printed right after it. A failing cell is reported and leaves a failure marker
+    (bench/cli/session.py); the other cells go on.
     """
-    from hydra.core.hydra_config import HydraConfig
+    from surfbench.bench.run.plan import plan_run
 
     _require_pulled(composed)  # before any cell: a sweep must not stop at its first 1.5B cell an hour in
     if composed.multirun:  # what Hydra's basic launcher logs, redacted
         print("\n".join(redact(line) for line in launch_lines(composed.cells)), flush=True)
-    if composed.cells and composed.cells[0].config.get("until_decided"):  # the cells paired, batch by batch
+    sequential = bool(composed.cells and composed.cells[0].config.get("until_decided"))
+    plan = plan_run(_configs(composed), composed.multirun, sequential)
+    if plan.sequential:  # the cells paired, batch by batch
         from surfbench.bench.sequential.until_decided import run_until_decided
 
-        return run_until_decided(
-            composed,
-            prepare_job,
-            finish_job,
-            _user_error,
-            mark_failure=mark_failure,
-            run_name_problem=run_name_problem,
-        )
-    done = []
+        return run_until_decided(plan, model_pool, finish_job, _user_error, mark_failure=mark_failure)
+    return _run_plan(plan)
+
+
+def _configs(composed: Composed) -> Iterator[tuple[Any, Mapping[str, str]]]:
+    """Each composed cell's ``(config, choices)``, with ``HydraConfig`` set to the cell while it is planned."""
+    from hydra.core.hydra_config import HydraConfig
+
     for cell in composed.cells:
         HydraConfig.instance().set_config(cell.config)  # ${hydra:...} resolves as under @hydra.main
-        result = run_guarded(cell.task(), cell.choices, composed.multirun)
-        if result is not None:
-            done.append(result)
+        yield cell.task(), cell.choices
+
+
+def _run_plan(plan: RunPlan) -> list[CellRun]:
+    """Run ``plan`` with this process's model pool; each cell's summary printed after it, failures reported."""
+    from surfbench.bench.run.execute import run_plan
+
+    done: list[CellRun] = []
+    run_plan(plan, model_pool, _report_failure, lambda ran: done.append(finish_job(ran)))
     return done
+
+
+def _report_failure(label: str, exc: Exception) -> None:
+    """A failed cell: its error printed as one line (a traceback too for a bug) and marked for the exit code."""
+    message = redact(f"{label}: {exc}")
+    mark_failure(message)
+    print(f"surfbench: error in cell {message}", file=sys.stderr)
+    if not _user_error(exc):
+        print(redact("".join(traceback.format_exception(exc))), file=sys.stderr)
 
 
 def _require_pulled(composed: Composed) -> None:
@@ -242,41 +205,35 @@ def _require_pulled(composed: Composed) -> None:
 
 
 def run_guarded(cfg: Any, choices: dict[str, str], multirun: bool) -> CellRun | None:
-    """:func:`run_job`, its error printed as one line (a traceback too for a bug) and marked; None if it failed."""
-    try:  # every check of the cell is its plan's (bench/run/plan.py), the run name's too
-        return run_job(cfg, choices, multirun)
-    except Exception as exc:  # one failing cell is reported; the other cells of a sweep go on
-        label = f"{choices.get('suite')}/{choices.get('surface')}/{choices.get('model')}"
-        message = redact(f"{label}: {exc}")
-        mark_failure(message)
-        print(f"surfbench: error in cell {message}", file=sys.stderr)
-        if not _user_error(exc):
-            print(redact(traceback.format_exc()), file=sys.stderr)
-        return None
+    """One composed cell run as a plan of its own (a job of Hydra's other launchers); None if it failed (reported).
+
+    Every check of the cell is its plan's (bench/run/plan.py), the run name's too.
+    """
+    from surfbench.bench.run.plan import plan_run
+
+    done = _run_plan(plan_run([(cfg, choices)], multirun))
+    return done[0] if done else None
 
 
 def _hydra_main(config_dir: Path, args: Sequence[str]) -> None:
-    """Hydra's own entry, given ``args`` as a list: another launcher or sweeper, ``--cfg``, ``--help``, ``--info``."""
-    from hydra import version
-    from hydra._internal.utils import _run_hydra, get_args_parser
+    """Hydra's own entry, given ``args``: another launcher or sweeper, ``--cfg``, ``--help``, ``--info``.
 
-    version.setbase("1.3")  # what @hydra.main(version_base="1.3") sets
-    parser = get_args_parser()
-    parser.prog = "surfbench run"
-    parsed = parser.parse_args(list(args))
+    Through ``hydra.main``, Hydra's public entry, which reads ``sys.argv``: it is set to ``surfbench run``
+    and ``args`` for the call and restored after it (Hydra's usage lines then name ``surfbench run``).
+    """
+    import hydra
+
+    entry = hydra.main(config_path=str(config_dir.resolve()), config_name="config", version_base="1.3")
     full_error = os.environ.get("HYDRA_FULL_ERROR")
     # Hydra prints its own errors (an unknown option, a bad override) with the override in them, which
     # may hold a password: set, it raises them instead, and bench/cli/sweep.py's main prints them, redacted.
     os.environ["HYDRA_FULL_ERROR"] = "1"
+    argv = sys.argv
+    sys.argv = ["surfbench run", *args]
     try:
-        _run_hydra(
-            args=parsed,
-            args_parser=parser,
-            task_function=_hydra_job,
-            config_path=str(config_dir.resolve()),
-            config_name="config",
-        )
+        entry(_hydra_job)()
     finally:
+        sys.argv = argv
         if full_error is None:
             os.environ.pop("HYDRA_FULL_ERROR", None)
         else:
@@ -294,9 +251,6 @@ def _hydra_job(cfg: Any) -> CellRun | None:
     register_overrides(hc.overrides.task)  # a joblib or Ray worker process knows only its job's
     choices = {k: str(v) for k, v in hc.runtime.choices.items() if v is not None}
     return run_guarded(cfg, choices, hc.mode == RunMode.MULTIRUN)
-
-
-COMMIT_INTERVAL_S = 0.5  # quick episodes (scripted, cached) are committed in groups at most this old
 
 
 def _user_error(exc: Exception) -> bool:

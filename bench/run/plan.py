@@ -1,17 +1,19 @@
-"""The plan of a run's cell: what to run, every setting checked once, before anything runs or is written.
+"""The plan of a run: what to run, every setting checked once, before anything runs or is written.
 
-A :class:`CellPlan` is built from one cell as Hydra composed it (:func:`plan_cell`, what ``surfbench run`` and
-:func:`surfbench.run` both do through bench/cli/sweep.py): the top-level settings checked strictly
+A :class:`RunPlan` is the whole run (:func:`plan_run`, what ``surfbench run`` and :func:`surfbench.run` both do
+through bench/cli/sweep.py): its cells in order, each a :class:`CellPlan` or, when its planning failed, a
+:class:`PlanFailure` reported at its turn, and whether it is a sweep's and sequential. A :class:`CellPlan` is built
+from one cell as Hydra composed it (:func:`plan_cell`): the top-level settings checked strictly
 (:func:`~surfbench.bench.run.overrides.run_settings`), the cell's :class:`~surfbench.bench.run.cell.CellSpec` made
 from them (the settings the two records share passed by name, :func:`cell_spec`, never copied one by one), the
 surface and model configs as composed (overrides such as ``surface.params.k=5`` in them), and the run folder.
 :meth:`CellPlan.resolve` turns it into the :class:`~surfbench.bench.run.cell.Cell` that
-:func:`~surfbench.bench.run.runner.run_cell` plays.
+:func:`~surfbench.bench.run.runner.run_cell` plays; bench/run/execute.py runs a whole plan.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,7 +32,7 @@ SHARED_SETTINGS = tuple(f.name for f in fields(RunSettings) if f.name in _SPEC_F
 
 @dataclass(frozen=True)
 class CellPlan:
-    """One cell of a run, planned: its checked settings, its spec, the composed group configs and its run folder."""
+    """One cell of a run, planned: its checked settings, its spec, the composed group configs, its folder and label."""
 
     settings: RunSettings
     """The run's top-level settings as this cell's composition checked them (a sweep may vary them per cell)."""
@@ -44,6 +46,8 @@ class CellPlan:
     """The run folder's name inside ``results_dir`` (``run``, or derived from the cell or the sweep)."""
     folder: Path
     """``results_dir/run_name``."""
+    label: str
+    """``suite/surface/model`` as the run chose them: what a failure of the cell is reported under."""
 
     def resolve(self) -> Cell:
         """The cell loaded and checked (suite, surface, model, tasks): fails before any model call."""
@@ -133,7 +137,62 @@ def plan_cell(cfg: DictConfig, choices: Mapping[str, str], multirun: bool, seque
     )
     run_name = settings.run or safe_name(default_run)
     folder = Path(str(cfg.results_dir)) / run_name
-    return CellPlan(settings, spec, group("surface"), group("model"), run_name, folder)
+    return CellPlan(settings, spec, group("surface"), group("model"), run_name, folder, cell_label(choices))
+
+
+def cell_label(choices: Mapping[str, str]) -> str:
+    """``suite/surface/model``: the configs a cell's composition chose, as a failure of the cell is reported."""
+    return f"{choices.get('suite')}/{choices.get('surface')}/{choices.get('model')}"
+
+
+@dataclass(frozen=True)
+class PlanFailure:
+    """A cell whose planning failed: reported at its turn in the run, the other cells going on."""
+
+    label: str
+    """``suite/surface/model`` (:func:`cell_label`)."""
+    error: Exception
+    """What :func:`plan_cell` raised (a :class:`~surfbench.bench.base.config.ConfigError` for a bad setting)."""
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A whole run, planned: its cells in order and how they run."""
+
+    cells: tuple[CellPlan | PlanFailure, ...]
+    """Every composed cell in the run's order: its plan, or why it could not be planned."""
+    multirun: bool
+    """A sweep's cells (the run folder is the sweep's unless ``run`` names one)."""
+    sequential: bool = False
+    """The cells run paired, batch by batch (``until_decided``, bench/sequential/until_decided.py)."""
+
+    @property
+    def planned(self) -> tuple[CellPlan, ...]:
+        """The cells that were planned, in order."""
+        return tuple(c for c in self.cells if isinstance(c, CellPlan))
+
+    @property
+    def failures(self) -> tuple[PlanFailure, ...]:
+        """The cells whose planning failed, in order."""
+        return tuple(c for c in self.cells if isinstance(c, PlanFailure))
+
+
+def plan_run(
+    cells: Iterable[tuple[DictConfig, Mapping[str, str]]], multirun: bool, sequential: bool = False
+) -> RunPlan:
+    """The plan of a run from its composed cells, each ``(config, choices)`` as :func:`plan_cell` takes them.
+
+    The cells are planned one at a time, in order (a caller that must set something up per cell, such as
+    Hydra's ``HydraConfig`` for ``${hydra:...}``, gives them lazily); a cell whose planning fails is kept as a
+    :class:`PlanFailure`, so that it is reported at its turn and the other cells run.
+    """
+    planned: list[CellPlan | PlanFailure] = []
+    for cfg, choices in cells:
+        try:
+            planned.append(plan_cell(cfg, choices, multirun, sequential))
+        except Exception as exc:  # the cell is reported at its turn; the other cells of a sweep go on
+            planned.append(PlanFailure(cell_label(choices), exc))
+    return RunPlan(tuple(planned), multirun, sequential)
 
 
 def _options(node: object) -> dict[str, object]:

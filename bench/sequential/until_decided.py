@@ -16,6 +16,10 @@ a local model gets one server per cell, so that each surface's prompt prefix sta
 from one batch to the next. Sharing one single-slot server, every batch would evict the baseline's tool block and
 recompute it: 10,184 tokens of ``full``'s forge block take 260 s at 1.5B on 2 cores, once per batch. The servers
 run one at a time; each holds its own KV cache (the weights are one file, mapped once).
+
+The run is given its :class:`~surfbench.bench.run.plan.RunPlan` (every cell planned once, bench/cli/sweep.py): the
+design is read from the planned cells' settings, and each cell is opened from its plan
+(bench.run.execute.open_cell) before the first batch.
 """
 
 from __future__ import annotations
@@ -23,73 +27,41 @@ from __future__ import annotations
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.base.secrets import redact
 
 if TYPE_CHECKING:
+    from surfbench.bench.run.execute import CellResult, Job, PoolFor
+    from surfbench.bench.run.plan import CellPlan, RunPlan
     from surfbench.bench.sequential.sequential_gate import SequentialGate
 
-
-class ComposedCellView(Protocol):
-    """What this room reads of one composed cell (bench.cli.compose.ComposedCell).
-
-    A feature room does not import the front ends: the shape is declared here, and mypy checks the front end's
-    against it.
-    """
-
-    @property
-    def config(self) -> Any:
-        """The composed DictConfig, ``hydra`` node included."""
-        ...
-
-    @property
-    def choices(self) -> dict[str, str]:
-        """The config chosen in each group."""
-        ...
-
-    def task(self) -> Any:
-        """The config a job sees (without the ``hydra`` node)."""
-        ...
-
-
-class ComposedView(Protocol):
-    """What this room reads of the composed run (bench.cli.compose.Composed): its cells, and Hydra's multirun."""
-
-    @property
-    def cells(self) -> Sequence[ComposedCellView]: ...
-
-    @property
-    def multirun(self) -> bool: ...
-
-
-Job = Any
-"""bench.cli.sweep.Job: a prepared cell (its cell, store, pool, settings, run name)."""
 
 SHARED = ("until_decided", "budget", "batch", "order_seed", "run", "results_dir")
 """Settings every cell of a sequential run must share (a sweep over one of them is refused)."""
 
 
 def run_until_decided(
-    composed: ComposedView,
-    prepare: Callable[..., Job],
-    finish: Callable[[Job, int], Any],
+    plan: RunPlan,
+    pool: PoolFor,
+    finish: Callable[[CellResult], Any],
     user_error: Callable[[Exception], bool],
     *,
     mark_failure: Callable[[str], None],
-    run_name_problem: Callable[[Any], str | None],
 ) -> list[Any]:
-    """Run the composed cells paired, batch by batch, until the gate's sequential criteria are decided.
+    """Run the planned cells paired, batch by batch, until the gate's sequential criteria are decided.
 
     The front end's parts are passed in, so that this room does not import the front ends (bench/cli/, which
-    calls it): ``prepare`` / ``finish``, bench.cli.sweep's ``prepare_job`` and ``finish_job``; ``user_error``,
-    whether an error is the user's (no traceback); ``mark_failure`` and ``run_name_problem``, bench.cli.session's.
-    Returns the cells' ``CellRun``s, or [] when the run was refused or a cell failed (marked as a failure).
+    calls it): ``pool``, the process's model pool (bench.cli.session.model_pool, given ``no_cache``); ``finish``,
+    bench.cli.sweep's ``finish_job`` (a cell's summary, printed); ``user_error``, whether an error is the user's
+    (no traceback); ``mark_failure``, bench.cli.session's. Returns what ``finish`` returned for each cell (the
+    cells' ``CellRun``s), or [] when the run was refused or a cell failed (marked as a failure): a cell whose plan
+    failed ends the whole run before anything is written, as the pairing needs every cell.
     """
     try:
-        return _run(composed, prepare, finish, run_name_problem)
+        return _run(plan, pool, finish)
     except Exception as exc:  # a refused design or a failing cell ends the whole run: the pairing needs every cell
         message = redact(f"until_decided: {exc}")
         mark_failure(message)
@@ -99,19 +71,27 @@ def run_until_decided(
         return []
 
 
-def _check_design(composed: ComposedView) -> tuple[Any, Path, dict[str, Any]]:
-    """(settings, gate file, criteria) once the cells' shared settings and the gate's surfaces are checked."""
+def _shared(cell: CellPlan, key: str) -> object:
+    """A setting of :data:`SHARED` as ``cell``'s plan holds it (``results_dir``: its run folder's parent)."""
+    return cell.folder.parent if key == "results_dir" else getattr(cell.settings, key)
+
+
+def _check_design(plan: RunPlan) -> tuple[Any, Path, dict[str, Any]]:
+    """(settings, gate file, criteria) once the cells' shared settings and the gate's surfaces are checked.
+
+    Every cell must have been planned: the first whose plan failed is raised (the pairing needs every cell).
+    """
     from surfbench.bench.base.config import ConfigError
     from surfbench.bench.report.gate_criteria import load_criteria
-    from surfbench.bench.run.overrides import run_settings
 
-    first = composed.cells[0].task()
-    for cell in composed.cells[1:]:
-        other = cell.task()
-        differ = [key for key in SHARED if str(other.get(key)) != str(first.get(key))]
+    planned = plan.planned
+    for cell in planned[1:]:
+        differ = [key for key in SHARED if _shared(cell, key) != _shared(planned[0], key)]
         if differ:
             raise ConfigError(f"{', '.join(differ)}: every cell of a sequential run must share it (no sweep over it)")
-    settings = run_settings(first)
+    if plan.failures:
+        raise plan.failures[0].error
+    settings = planned[0].settings
     gate = Path(str(settings.until_decided))
     spec = load_criteria(gate)
     if not any(c.sequential for c in spec["criteria"]):
@@ -119,7 +99,7 @@ def _check_design(composed: ComposedView) -> tuple[Any, Path, dict[str, Any]]:
             f"{gate}: no criterion is marked sequential: add `sequential: true` to the criteria to decide, "
             "e.g. {kind: success_drop_max, value: 0.05, on_fail: close, sequential: true}"
         )
-    surfaces = {cell.choices.get("surface", "") for cell in composed.cells}
+    surfaces = {cell.spec.surface for cell in planned}
     baseline = str(spec.get("baseline", "full"))
     candidates = [str(c) for c in spec.get("candidates") or []] or sorted(surfaces - {baseline})
     missing = [s for s in [baseline, *candidates] if s not in surfaces]
@@ -136,26 +116,14 @@ def _check_design(composed: ComposedView) -> tuple[Any, Path, dict[str, Any]]:
     return settings, gate, spec
 
 
-def _run(
-    composed: ComposedView,
-    prepare: Callable[..., Job],
-    finish: Callable[[Job, int], Any],
-    run_name_problem: Callable[[Any], str | None],
-) -> list[Any]:
-    from hydra.core.hydra_config import HydraConfig
+def _run(plan: RunPlan, pool: PoolFor, finish: Callable[[CellResult], Any]) -> list[Any]:
+    from surfbench.bench.run.execute import open_cell
 
-    from surfbench.bench.base.config import ConfigError
-
-    HydraConfig.instance().set_config(composed.cells[0].config)  # ${hydra:...} resolves as under @hydra.main
-    settings, gate, spec = _check_design(composed)
-    problem = run_name_problem(composed.cells[0].task().get("run"))
-    if problem:
-        raise ConfigError(problem)
+    settings, gate, spec = _check_design(plan)
     jobs: list[Job] = []
-    for cell in composed.cells:
-        HydraConfig.instance().set_config(cell.config)  # ${hydra:...} resolves as under @hydra.main
-        jobs.append(own_pool(prepare(cell.task(), cell.choices, composed.multirun, sequential=True)))
     try:
+        for cell in plan.planned:
+            jobs.append(own_pool(open_cell(cell, pool)))
         return _run_jobs(jobs, settings, gate, spec, finish)
     finally:
         for job in jobs:
@@ -172,9 +140,10 @@ def own_pool(job: Job) -> Job:
 
 
 def _run_jobs(
-    jobs: list[Job], settings: Any, gate: Path, spec: dict[str, Any], finish: Callable[[Job, int], Any]
+    jobs: list[Job], settings: Any, gate: Path, spec: dict[str, Any], finish: Callable[[CellResult], Any]
 ) -> list[Any]:
     from surfbench.bench.base.config import ConfigError
+    from surfbench.bench.run.execute import CellResult
     from surfbench.bench.sequential.sequential_pairs import SequentialRecord, read_record, seeded_order, task_key
 
     roots = {job.store.root for job in jobs}
@@ -209,7 +178,7 @@ def _run_jobs(
         file=sys.stderr,
     )
     new = _batches(jobs, tasks, record, root, gate)
-    return [finish(job, count) for job, count in zip(jobs, new, strict=True)]
+    return [finish(CellResult(job, count)) for job, count in zip(jobs, new, strict=True)]
 
 
 def _write(root: Path, record: Any) -> None:
@@ -236,9 +205,8 @@ def _batches(jobs: list[Job], tasks: list[dict[str, Any]], record: Any, root: Pa
             reps = range(job.cell.spec.repeats)
             only = {job.cell.episode_key(tasks[i][k], r) for k in chunk for r in reps}
             t0 = time.monotonic()
-            rows = run_cell(
-                job.cell, job.pool, job.store, job.run_name, progress=make_progress(job.settings.progress), only=only
-            )
+            progress = make_progress(job.plan.settings.progress)
+            rows = run_cell(job.cell, job.pool, job.store, job.plan.run_name, progress=progress, only=only)
             pace.add(len(rows), time.monotonic() - t0)
             new[i] += len(rows)
         pairs = start + len(chunk)
