@@ -1,10 +1,12 @@
 """Aggregate episode rows into the per-cell numbers reports show, and the registry of those metrics.
 
 Each metric is one declaration (:class:`Metric`, in :data:`METRICS`): its label, how it prints, whether higher is
-better, the gate criteria it allows and its docs line; a metric added with :func:`register_metric` also declares
-how it is computed (per episode, aggregated per cell, with an interval or none). The cell summary, the report's
-cells table, the gate's criterion kinds and the metrics table of docs/metrics.md are built from the declarations,
-so that nothing downstream hard-codes a direction (the lm-evaluation-harness lesson).
+better, the gate criteria it allows, its docs line and how it is computed: a value per episode aggregated per cell
+(``per_episode``, ``aggregate``, ``interval``: every metric added with :func:`register_metric` and the built-in ones
+that are one), or, for a built-in metric that is not, the function that computes it (``computed_by``). The cell
+summary, the gate's criterion kinds, the metrics table of docs/metrics.md and the labels and formats of the
+report's cells table come from the declarations, so that nothing downstream hard-codes a direction (the
+lm-evaluation-harness lesson).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from surfbench.bench.store.tables import CellSummary, as_float, as_int
 MetricKind = Literal["pct", "num", "count", "usd"]
 Test = Literal["drop", "ratio", "limit"]
 """How a gate criterion judges a metric (bench.report.gate_criteria.CriterionKind)."""
-Aggregate = Literal["mean", "sum", "share"]
+Aggregate = Literal["mean", "sum", "share", "total"]
 Interval = Literal["wilson", "t", "bootstrap"]
 
 
@@ -33,8 +35,9 @@ Interval = Literal["wilson", "t", "bootstrap"]
 class Metric:
     """One number reports and gates show: what it is, how it prints, which way is better, what judges it.
 
-    The whole declaration of a metric: a registered one (:func:`register_metric`) also says how it is computed
-    (``per_episode``, ``aggregate``, ``interval``) and whether the cells table shows it (``column``, ``after``).
+    The whole declaration of a metric: how it is computed (``per_episode``, ``aggregate``, ``interval``, or, for a
+    built-in one computed otherwise, ``computed_by``) and, for a registered one (:func:`register_metric`), whether
+    the cells table shows it (``column``, ``after``).
     """
 
     name: str
@@ -56,12 +59,13 @@ class Metric:
     criterion_stem: str | None = None
     """The stem of its criterion kinds' names (``first_try`` in ``first_try_drop_max``); None: its name."""
     per_episode: Callable[[Mapping[str, Any]], float | bool | None] | None = None
-    """A registered metric's value for one episode, from its row (a mapping of the EpisodeRow columns; read them
-    with ``.get``: older runs and whatif's rescored rows lack some); None or NaN: no value. None for the built-in
-    metrics, which :func:`summarize_cell` computes itself."""
+    """The metric's value for one episode, from its row (a mapping of the EpisodeRow columns; read them with
+    ``.get``: older runs and whatif's rescored rows lack some); None or NaN: no value. :func:`summarize_cell`
+    aggregates it (:func:`declared_fields`); None for a built-in metric computed otherwise (``computed_by``)."""
     aggregate: Aggregate = "mean"
-    """How :func:`summarize_cell` makes the per-episode values one per cell: their ``mean``, their ``sum``, or the
-    ``share`` of the episodes with a value whose value is true."""
+    """How :func:`summarize_cell` makes the per-episode values one per cell: their ``mean``, their ``sum``, the
+    ``share`` of the episodes with a value whose value is true, or their ``total``: the sum of whole numbers, an
+    int, 0 for a cell without any (a count: recovered operations, episodes that ended one way)."""
     interval: Interval | None = None
     """The 95% interval the cell summary gives beside it (``NAME_ci_low`` / ``NAME_ci_high``): ``wilson`` for a
     share, ``t`` (Student t) for a mean, ``bootstrap`` (BCa, scipy: within the values' range, as the credit columns'
@@ -71,6 +75,9 @@ class Metric:
     metrics' columns are bench.report.report_data.CELL_COLUMNS)."""
     after: str | None = None
     """The head of the cells-table column its column follows; None: at the end."""
+    computed_by: str | None = None
+    """A built-in metric without ``per_episode``: the function that computes it (its dotted name under ``surfbench``,
+    e.g. ``bench.analysis.credit_summary.credit_fields``), which docs/metrics.md's table names."""
 
     def criterion_kinds(self) -> dict[Test, str]:
         """Each test of :attr:`criteria` -> its criterion kind: ``STEM_max`` (limit), ``STEM_drop_max``, ...ratio."""
@@ -99,115 +106,119 @@ class Metric:
         return baseline / candidate if self._direction() else candidate / baseline
 
 
+def _column(name: str) -> Callable[[Mapping[str, Any]], Any]:
+    """An episode's value of column ``name``; None where the row has no such column (no value: skipped)."""
+    return lambda row: row.get(name)
+
+
+def _holds(name: str) -> Callable[[Mapping[str, Any]], bool]:
+    """Whether the episode's column ``name`` is true; None or no such column counts as false, never skipped."""
+    return lambda row: bool(row.get(name))
+
+
+def _stuck(row: Mapping[str, Any]) -> bool | None:
+    """Whether the episode got stuck; None for a run recorded before stuck detection (no such column): unknown."""
+    return None if _missing(row.get("stuck")) else bool(row["stuck"])
+
+
+def _ended(outcome: EpisodeOutcome) -> Callable[[Mapping[str, Any]], bool]:
+    """Whether the episode's ``outcome`` column is ``outcome`` (never its error text).
+
+    A row without the column (read outside ``load_runs`` from a run before records v8) is typed from its error text,
+    bench.store.outcomes' legacy path.
+    """
+
+    def ended(row: Mapping[str, Any]) -> bool:
+        from surfbench.bench.store.outcomes import typed_outcome
+
+        return typed_outcome(row.get("outcome"), row.get("error")) == outcome
+
+    return ended
+
+
+_CELL, _COST = "bench.analysis.metrics.summarize_cell", "bench.analysis.metrics.summarize_cost"
+_CREDIT, _CACHE = "bench.analysis.credit_summary.credit_fields", "bench.promptcache.prompt_cache_requests.cell_cache"
+
+# Each built-in metric, as it is computed: ``per_episode`` and ``aggregate`` (summarize_cell's one loop,
+# declared_fields, as for a registered metric), or ``computed_by`` naming the function that computes it.
 METRICS: dict[str, Metric] = {
     m.name: m
     for m in (
-        Metric("episodes", "episodes", None, "episodes in the cell", "count"),
-        Metric(
-            "success_rate",
-            "success",
-            True,
-            "share of episodes whose checks all hold",
-            "pct",
-            criteria=("drop",),
-            criterion_stem="success",
-        ),
-        Metric(
-            "first_try_accuracy",
-            "first-try args",
-            True,
-            "micro-average over expected calls",
-            "pct",
-            criteria=("drop",),
-            criterion_stem="first_try",
-        ),
-        Metric("selection_accuracy", "selection", True, "first canonical call names the expected first op", "pct"),
-        Metric("round_trips", "round trips", False, "model calls per episode", criteria=("ratio",)),
-        Metric("overhead_round_trips", "overhead RT", False, "model calls with only meta calls, per episode"),
-        Metric(
-            "prompt_tokens_per_step",
-            "prompt tok/step",
-            False,
-            "provider-reported prompt tokens per model call",
-            criteria=("ratio",),
-            criterion_stem="prompt_tokens",
-        ),
-        Metric("request_bytes_per_step", "request B/step", False, "JSON request body bytes per model call"),
-        Metric("recovered_after_error", "recovered", True, "operations recovered after a failed first call", "count"),
-        Metric("boundary_violations", "boundary viol.", False, "calls to tools not exposed, per episode"),
-        Metric("protocol_violations", "protocol viol.", False, "operations called before loading, per episode"),
-        Metric("parse_failures", "parse fail.", False, "unparseable tool calls, per episode"),
-        Metric("stable_prefix_rate", "stable prefix", True, "share of episodes with an unchanged tool block", "pct"),
-        Metric("latency_s", "latency s/ep", False, "model time per episode, seconds"),
-        Metric(
-            "stuck_rate", "stuck", False, "share of episodes that sent the same failing output 3 times in a row", "pct"
-        ),
-        Metric("cached_share", "cached", True, "cached prompt tokens / prompt tokens, where reported", "pct"),
-        Metric("cost_per_episode", "$/episode", False, "model cost per episode (LiteLLM's local price map)", "usd"),
-        Metric("cost_per_solved", "$/solved", False, "model cost of the cell over its solved episodes", "usd"),
-        Metric(
-            "help_bytes",
-            "help B",
-            False,
-            "largest help payload of the surface, UTF-8 bytes",
-            "count",
-            per_cell=False,
-            criteria=("limit",),
-        ),
+        Metric("episodes", "episodes", None, "episodes in the cell", "count", per_episode=lambda _: 1,
+               aggregate="total"),
+        Metric("success_rate", "success", True, "share of episodes whose checks all hold", "pct",
+               criteria=("drop",), criterion_stem="success", per_episode=_holds("success"), aggregate="share"),
+        Metric("first_try_accuracy", "first-try args", True, "micro-average over expected calls", "pct",
+               criteria=("drop",), criterion_stem="first_try", computed_by=_CELL),
+        Metric("selection_accuracy", "selection", True, "first canonical call names the expected first op", "pct",
+               per_episode=_column("selection_correct"), aggregate="share"),
+        Metric("round_trips", "round trips", False, "model calls per episode", criteria=("ratio",),
+               per_episode=_column("round_trips")),
+        Metric("overhead_round_trips", "overhead RT", False, "model calls with only meta calls, per episode",
+               per_episode=_column("overhead_round_trips")),
+        Metric("prompt_tokens_per_step", "prompt tok/step", False, "provider-reported prompt tokens per model call",
+               criteria=("ratio",), criterion_stem="prompt_tokens", per_episode=_column("prompt_tokens_per_step")),
+        Metric("request_bytes_per_step", "request B/step", False, "JSON request body bytes per model call",
+               per_episode=_column("request_bytes_per_step")),
+        Metric("recovered_after_error", "recovered", True, "operations recovered after a failed first call",
+               "count", per_episode=_column("recovered_after_error"), aggregate="total"),
+        Metric("failed_first_tries", "failed first tries", False, "operations whose first call failed", "count",
+               per_episode=_column("failed_first_tries"), aggregate="total"),
+        Metric("boundary_violations", "boundary viol.", False, "calls to tools not exposed, per episode",
+               per_episode=_column("boundary_violations")),
+        Metric("protocol_violations", "protocol viol.", False, "operations called before loading, per episode",
+               per_episode=_column("protocol_violations")),
+        Metric("parse_failures", "parse fail.", False, "unparseable tool calls, per episode",
+               per_episode=_column("parse_failures")),
+        Metric("stable_prefix_rate", "stable prefix", True, "share of episodes with an unchanged tool block", "pct",
+               per_episode=_holds("stable_prefix"), aggregate="share"),
+        Metric("latency_s", "latency s/ep", False, "model time per episode, seconds", per_episode=_column("latency_s")),
+        Metric("stuck_rate", "stuck", False, "share of episodes that sent the same failing output 3 times in a row",
+               "pct", per_episode=_stuck, aggregate="share"),
+        # how episodes ended (their outcome column): counts, no better direction
+        Metric("harness_errors", "harness errors", None, "episodes ended by a harness error: not a measurement",
+               "count", per_episode=_ended(EpisodeOutcome.HARNESS_ERROR), aggregate="total"),
+        Metric("context_overflows", "context overflows", None, "episodes whose conversation outgrew the context",
+               "count", per_episode=_ended(EpisodeOutcome.CONTEXT_OVERFLOW), aggregate="total"),
+        Metric("does_not_fit", "does not fit", None, "episodes not sent: the first request over the context",
+               "count", per_episode=_ended(EpisodeOutcome.DOES_NOT_FIT), aggregate="total"),
+        Metric("cached_share", "cached", True, "cached prompt tokens / prompt tokens, where reported", "pct",
+               computed_by=_COST),
+        Metric("cost_per_episode", "$/episode", False, "model cost per episode (LiteLLM's local price map)", "usd",
+               computed_by=_COST),
+        Metric("cost_per_solved", "$/solved", False, "model cost of the cell over its solved episodes", "usd",
+               computed_by=_COST),
+        Metric("help_bytes", "help B", False, "largest help payload of the surface, UTF-8 bytes", "count",
+               per_cell=False, criteria=("limit",), computed_by="bench.report.gate._help_sizes"),
         # partial and efficient credit, and the operation policy (bench.score.credit, bench.analysis.credit_summary)
-        Metric(
-            "call_share",
-            "calls matched",
-            True,
-            "mean share of expected calls matched by successful calls",
-            "pct",
-            criteria=("ratio",),
-        ),
-        Metric("state_share", "state checks", True, "mean share of state checks holding", "pct", criteria=("ratio",)),
-        Metric(
-            "efficiency",
-            "efficiency",
-            True,
-            "mean minimal / taken round trips, successful episodes",
-            "pct",
-            criteria=("ratio",),
-        ),
-        Metric("policy_denials", "policy denials", False, "calls the operation policy kept from the backend, per ep."),
-        Metric("policy_recovered", "recovered (policy)", True, "episodes with a denied call that succeeded", "pct"),
+        Metric("call_share", "calls matched", True, "mean share of expected calls matched by successful calls", "pct",
+               criteria=("ratio",), computed_by=_CREDIT),
+        Metric("state_share", "state checks", True, "mean share of state checks holding", "pct", criteria=("ratio",),
+               computed_by=_CREDIT),
+        Metric("efficiency", "efficiency", True, "mean minimal / taken round trips, successful episodes", "pct",
+               criteria=("ratio",), computed_by=_CREDIT),
+        Metric("policy_denials", "policy denials", False, "calls the operation policy kept from the backend, per ep.",
+               computed_by=_CREDIT),
+        Metric("policy_recovered", "recovered (policy)", True, "episodes with a denied call that succeeded", "pct",
+               computed_by=_CREDIT),
         # pass-through parameters (bench.suites.instances, bench.analysis.instance_accuracy)
-        Metric(
-            "instance_accuracy",
-            "instance acc.",
-            True,
-            "calls that reached the instance the task names",
-            "pct",
-            criteria=("ratio",),
-        ),
+        Metric("instance_accuracy", "instance acc.", True, "calls that reached the instance the task names", "pct",
+               criteria=("ratio",), computed_by="bench.analysis.instance_accuracy.instance_fields"),
         # modelled prompt caching per provider profile (bench.promptcache; not in CellSummary: per profile)
-        Metric(
-            "effective_input_tokens_per_step",
-            "eff. in tok/step",
-            False,
-            "input-price tokens per step once a profile's prompt cache is counted",
-            per_cell=False,
-        ),
-        Metric(
-            "effective_cost_per_episode",
-            "eff. $/episode",
-            False,
-            "model cost per episode at a profile's prices with its prompt cache",
-            "usd",
-            per_cell=False,
-            criteria=("ratio",),
-            criterion_stem="effective_cost",
-        ),
+        Metric("effective_input_tokens_per_step", "eff. in tok/step", False,
+               "input-price tokens per step once a profile's prompt cache is counted", per_cell=False,
+               computed_by=_CACHE),
+        Metric("effective_cost_per_episode", "eff. $/episode", False,
+               "model cost per episode at a profile's prices with its prompt cache", "usd", per_cell=False,
+               criteria=("ratio",), criterion_stem="effective_cost", computed_by=_CACHE),
     )
-}
+}  # fmt: skip
 """The metric registry: report tables, gate criteria, whatif and docs/metrics.md read names, labels, formats,
 directions and criterion kinds here; :func:`register_metric` adds to it."""
 BUILTIN = frozenset(METRICS)
 """The metrics this module declares (:func:`unregister_metric` forgets only registered ones)."""
 TESTS: tuple[Test, ...] = ("drop", "ratio", "limit")
+AGGREGATES: tuple[Aggregate, ...] = ("mean", "sum", "share", "total")
 
 
 def register_metric(metric: Metric) -> Metric:
@@ -230,11 +241,11 @@ def _problem(m: Metric) -> str | None:
     summary = {f.name for f in fields(CellSummary)}
     if not m.name.isidentifier() or m.name in METRICS or m.name in summary:
         return "the name must be an identifier that no metric or CellSummary field has"
-    if m.per_episode is None or not callable(m.per_episode) or not m.per_cell:
+    if m.per_episode is None or not callable(m.per_episode) or not m.per_cell or m.computed_by is not None:
         return "a registered metric is computed per episode: give per_episode (a function of an episode row)"
-    if m.aggregate not in ("mean", "sum", "share"):
-        return f"aggregate {m.aggregate!r} must be mean, sum or share"
-    fits = {None: ("mean", "sum", "share"), "wilson": ("share",), "t": ("mean",), "bootstrap": ("mean", "share")}
+    if m.aggregate not in AGGREGATES:
+        return f"aggregate {m.aggregate!r} must be mean, sum, share or total"
+    fits = {None: AGGREGATES, "wilson": ("share",), "t": ("mean",), "bootstrap": ("mean", "share")}
     if m.aggregate not in fits.get(m.interval, ()):
         return (
             f"interval {m.interval!r}: wilson goes with aggregate share, t with mean, bootstrap with mean or share, "
@@ -259,68 +270,52 @@ def unregister_metric(name: str) -> None:
 
 
 def declared() -> list[Metric]:
-    """The registered metrics (those computed from ``per_episode``), in registration order."""
-    return [m for m in METRICS.values() if m.per_episode is not None]
-
-
-def _mean(values: Iterable[object]) -> float | None:
-    clean = [as_float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    return sum(clean) / len(clean) if clean else None
-
-
-def _ended(rows: list[Mapping[str, object]], outcome: EpisodeOutcome) -> int:
-    """Episodes whose ``outcome`` is ``outcome``.
-
-    A row without the column (read outside ``load_runs`` from a run before records v8) is typed from its error text,
-    bench.store.outcomes' legacy path.
-    """
-    from surfbench.bench.store.outcomes import typed_outcome
-
-    return sum(1 for r in rows if typed_outcome(r.get("outcome"), r.get("error")) == outcome)
+    """The registered metrics (:func:`register_metric`'s, each computed from its ``per_episode``), in that order."""
+    return [m for m in METRICS.values() if m.name not in BUILTIN]
 
 
 def summarize_cell(rows: list[Mapping[str, object]]) -> CellSummary:
-    """The cell's aggregate numbers from its episode rows (dicts or DataFrame records)."""
+    """The cell's aggregate numbers from its episode rows (dicts or DataFrame records).
+
+    Every metric that declares ``per_episode`` is computed from its declaration (:func:`declared_fields`): a built-in
+    one into its CellSummary field, a registered one into ``extra``. The others are computed where their
+    ``computed_by`` says: first-try accuracy here (correct first tries over expected calls, summed over the cell,
+    with a Wilson interval), the cost, credit and instance fields by their own functions.
+    """
     expected = sum(as_int(r["expected_calls"]) for r in rows)
     correct = sum(as_int(r["first_try_correct"]) for r in rows)
     low, high = wilson(correct, expected)
-    selections = [r["selection_correct"] for r in rows if r.get("selection_correct") is not None]
-    sel = [bool(x) for x in selections if not (isinstance(x, float) and math.isnan(x))]
+    built_in: dict[str, Any] = {}  # CellSummary's fields: an int for a total, else a float or None
+    extra: dict[str, float | None] = {}
+    for metric in METRICS.values():
+        if metric.per_episode is not None:
+            (built_in if metric.name in BUILTIN else extra).update(declared_fields(metric, rows))
+    computed_by: dict[str, Any] = {
+        **_cost_fields(rows),
+        **credit_fields(rows),  # partial and efficient credit, the policy (bench.analysis.credit_summary)
+        **instance_fields(rows),  # pass-through parameters (bench.analysis.instance_accuracy)
+    }
     return CellSummary(
-        episodes=len(rows),
-        success_rate=_mean(1.0 if r["success"] else 0.0 for r in rows),
+        **built_in,
         first_try_accuracy=correct / expected if expected else None,
         first_try_ci_low=low if expected else None,
         first_try_ci_high=high if expected else None,
         expected_calls=expected,
-        selection_accuracy=sum(sel) / len(sel) if sel else None,
-        round_trips=_mean(r["round_trips"] for r in rows),
-        overhead_round_trips=_mean(r["overhead_round_trips"] for r in rows),
-        prompt_tokens_per_step=_mean(r["prompt_tokens_per_step"] for r in rows),
-        request_bytes_per_step=_mean(r["request_bytes_per_step"] for r in rows),
-        recovered_after_error=sum(as_int(r["recovered_after_error"]) for r in rows),
-        failed_first_tries=sum(as_int(r["failed_first_tries"]) for r in rows),
-        boundary_violations=_mean(r["boundary_violations"] for r in rows),
-        protocol_violations=_mean(r["protocol_violations"] for r in rows),
-        parse_failures=_mean(r["parse_failures"] for r in rows),
-        stable_prefix_rate=_mean(1.0 if r["stable_prefix"] else 0.0 for r in rows),
-        latency_s=_mean(r["latency_s"] for r in rows),
-        # runs recorded before stuck detection have no such column: unknown, not 0
-        stuck_rate=_mean(None if _missing(r.get("stuck")) else float(bool(r["stuck"])) for r in rows),
-        harness_errors=_ended(rows, EpisodeOutcome.HARNESS_ERROR),  # the outcome column, never the error text
-        context_overflows=_ended(rows, EpisodeOutcome.CONTEXT_OVERFLOW),
-        does_not_fit=_ended(rows, EpisodeOutcome.DOES_NOT_FIT),
-        **_cost_fields(rows),
-        **credit_fields(rows),  # partial and efficient credit, the policy (bench.analysis.credit_summary)
-        **instance_fields(rows),  # pass-through parameters (bench.analysis.instance_accuracy)
-        extra={k: v for m in declared() for k, v in declared_fields(m, rows).items()},  # register_metric's
+        **computed_by,
+        extra=extra,  # register_metric's
     )
 
 
 def declared_fields(metric: Metric, rows: list[Mapping[str, object]]) -> dict[str, float | None]:
-    """A registered metric's cell value (and its interval, if it declares one) from the cell's episode rows."""
+    """A metric's cell value (and its interval, if it declares one) from its ``per_episode`` over the cell's rows.
+
+    Missing values (None, NaN, pandas' NA) are skipped; a ``total`` is an int, the others a float or None.
+    """
     assert metric.per_episode is not None
-    values = [float(v) for v in (metric.per_episode(r) for r in rows) if v is not None and not _missing(v)]
+    given = [v for v in (metric.per_episode(r) for r in rows) if v is not None and not _missing(v)]
+    if metric.aggregate == "total":  # a count: printed as a whole number, 0 for an empty cell
+        return {metric.name: sum(as_int(v) for v in given)}
+    values = [float(v) for v in given]
     n = len(values)
     if metric.aggregate == "sum":
         value = sum(values) if n else None
@@ -457,7 +452,17 @@ def format_summary(summary: CellSummary) -> str:
 
 FORMATS = {"pct": "share (%)", "num": "number", "count": "count", "usd": "USD"}
 """How docs/metrics.md names each print format (:attr:`Metric.kind`)."""
-DOCS_HEAD = ["metric", "label", "format", "better", "gate criteria", "meaning"]
+DOCS_HEAD = ["metric", "label", "format", "better", "gate criteria", "computed", "meaning"]
+HOW = {"mean": "mean per episode", "sum": "sum over episodes", "share": "share of episodes",
+       "total": "total over episodes"}  # fmt: skip
+"""How docs/metrics.md says a metric with ``per_episode`` is aggregated (:attr:`Metric.aggregate`)."""
+
+
+def computed(m: Metric) -> str:
+    """How ``m`` is computed, as docs/metrics.md's table says it: its aggregate (and interval), or ``computed_by``."""
+    if m.per_episode is not None:
+        return HOW[m.aggregate] + (f", {m.interval} interval" if m.interval else "")
+    return f"`{m.computed_by}`" if m.computed_by else "-"
 
 
 def metrics_table() -> str:
@@ -467,7 +472,7 @@ def metrics_table() -> str:
     better = {True: "higher", False: "lower", None: "-"}
     rows = [
         [f"`{m.name}`", m.label, FORMATS[m.kind], better[m.higher_is_better],
-         ", ".join(f"`{k}`" for k in m.criterion_kinds().values()) or "-", m.description]
+         ", ".join(f"`{k}`" for k in m.criterion_kinds().values()) or "-", computed(m), m.description]
         for m in METRICS.values()
     ]  # fmt: skip
     return markdown_table(DOCS_HEAD, rows)

@@ -309,7 +309,10 @@ CELL_COLUMNS = [
     *(_metric(name) for name in ("cached_share", "cost_per_episode", "cost_per_solved")),
 ]  # fmt: skip
 """The cells table: keys, tool-block size, then registry metrics (METRICS) by label and format; a registered
-metric that asks for a column adds it (:func:`all_cell_columns`)."""
+metric that asks for a column adds it (:func:`all_cell_columns`). Heads and texts come from the declarations;
+the layout stays this list, not a field of theirs: its order is not the declarations' (which the docs table and
+the paired metrics keep), five columns join two numbers or a number and its interval, and some metrics have none
+(request B/step, stable prefix, the outcome counts)."""
 CELL_HEAD = [c.head for c in CELL_COLUMNS if not c.optional]
 """The head of the columns every cells table has (:func:`cell_table`'s by default)."""
 

@@ -152,9 +152,12 @@ def test_a_declared_metric_has_its_row_in_the_docs_table(declared: None):
     row = next(line for line in metrics_table().splitlines() if line.startswith("| `answer_chars` |"))
     assert row == (
         "| `answer_chars` | answer chars | number | lower | `answer_chars_ratio_max`, `answer_chars_max` | "
-        "characters of the episode's final text answer |"
+        "mean per episode, t interval | characters of the episode's final text answer |"
     )
-    assert "| `answered` | answered | share (%) | higher | `answered_drop_max` |" in metrics_table()
+    assert (
+        "| `answered` | answered | share (%) | higher | `answered_drop_max` | share of episodes, wilson interval |"
+        in (metrics_table())
+    )
 
 
 def test_unregistering_leaves_the_built_in_registry(declared: None):
@@ -171,6 +174,7 @@ def test_unregistering_leaves_the_built_in_registry(declared: None):
         ({"name": "success_rate"}, "no metric or CellSummary field"),
         ({"name": "harness_errors"}, "no metric or CellSummary field"),
         ({"per_episode": None}, "give per_episode"),
+        ({"computed_by": "bench.analysis.metrics.summarize_cell"}, "give per_episode"),
         ({"interval": "wilson"}, "wilson goes with aggregate share"),
         ({"interval": "bootstrap", "aggregate": "sum"}, "bootstrap with mean or share"),
         ({"criteria": ("drop",)}, "needs kind pct"),
@@ -229,3 +233,67 @@ def test_a_bootstrap_interval_is_the_credit_columns_bca_interval_within_the_valu
     mean, low, high = mean_interval(values)
     assert got == {"answer_boot": mean, "answer_boot_ci_low": low, "answer_boot_ci_high": high}
     assert low is not None and high is not None and min(values) <= low <= mean <= high <= max(values)
+
+
+# -- the built-in metrics are computed from their declarations too ------------------------------------------
+def _episode(**changes: Any) -> dict[str, Any]:
+    row = {
+        "expected_calls": 2, "first_try_correct": 1, "selection_correct": True, "success": True, "round_trips": 3,
+        "overhead_round_trips": 1, "prompt_tokens_per_step": 100.5, "request_bytes_per_step": 10.0,
+        "recovered_after_error": 1, "failed_first_tries": 2, "boundary_violations": 0, "protocol_violations": 1,
+        "parse_failures": 0, "stable_prefix": True, "latency_s": 1.25, "stuck": False, "error": None, "outcome": "ran",
+    }  # fmt: skip
+    return {**row, **changes}
+
+
+def test_a_built_in_metrics_cell_value_comes_from_its_declaration(monkeypatch: pytest.MonkeyPatch):
+    from dataclasses import replace
+
+    rows = [_episode(latency_s=1.0, round_trips=2), _episode(latency_s=3.0, round_trips=5)]
+    before = summarize_cell(rows)
+    assert (before.latency_s, before.round_trips, before.failed_first_tries) == (2.0, 3.5, 4)
+    monkeypatch.setitem(METRICS, "latency_s", replace(METRICS["latency_s"], per_episode=lambda r: 10 * r["latency_s"]))
+    monkeypatch.setitem(METRICS, "round_trips", replace(METRICS["round_trips"], aggregate="sum"))
+    monkeypatch.setitem(METRICS, "failed_first_tries", replace(METRICS["failed_first_tries"], per_episode=lambda _: 1))
+    after = summarize_cell(rows)
+    assert (after.latency_s, after.round_trips, after.failed_first_tries) == (20.0, 7.0, 2)
+    assert after.extra == {} and after.success_rate == before.success_rate  # a built-in one fills its own field
+
+
+def test_the_built_in_aggregates_keep_their_types_and_missing_values():
+    """Counts are ints (0 for an empty cell); a missing stable prefix counts as not stable, a missing stuck is
+    skipped (a run recorded before stuck detection), a missing selection is skipped."""
+    rows = [_episode(), _episode(stable_prefix=None, selection_correct=None, outcome="harness_error", success=False)]
+    rows.append(
+        {k: v for k, v in _episode(error="does not fit: 9,000 tokens").items() if k not in ("stuck", "outcome")}
+    )
+    s = summarize_cell(rows)
+    counts = (s.episodes, s.recovered_after_error, s.failed_first_tries, s.harness_errors, s.does_not_fit)
+    assert counts == (3, 3, 6, 1, 1) and s.context_overflows == 0
+    assert all(type(v) is int for v in (s.episodes, s.recovered_after_error, s.harness_errors, s.context_overflows))
+    assert (s.stable_prefix_rate, s.selection_accuracy, s.stuck_rate, s.success_rate) == (2 / 3, 1.0, 0.0, 2 / 3)
+    empty = summarize_cell([])
+    assert (empty.episodes, empty.recovered_after_error, empty.harness_errors) == (0, 0, 0)
+    assert empty.success_rate is None and empty.latency_s is None and empty.stuck_rate is None
+
+
+def test_every_built_in_metric_declares_how_it_is_computed():
+    """Each built-in metric either declares its value per episode or names the function that computes it, and
+    every field of the cell summary is a metric, an end of a metric's interval, or first-try's denominator."""
+    import importlib
+    from dataclasses import fields
+
+    from surfbench.bench.analysis.metrics import BUILTIN
+    from surfbench.bench.store.tables import CellSummary
+
+    for name in BUILTIN:
+        metric = METRICS[name]
+        assert (metric.per_episode is None) != (metric.computed_by is None), name
+        if metric.computed_by is not None:
+            module, function = metric.computed_by.rsplit(".", 1)
+            assert callable(getattr(importlib.import_module(f"surfbench.{module}"), function)), metric.computed_by
+    ends = {
+        f"{stem}_ci_{end}" for m in METRICS.values() for stem in {m.name, m.criterion_stem} for end in ("low", "high")
+    }
+    for f in fields(CellSummary):
+        assert f.name in METRICS or f.name in ends or f.name in ("expected_calls", "extra"), f.name
