@@ -16,7 +16,7 @@ from surfbench.bench.models.cache import ResponseCache
 from surfbench.bench.models.client import ModelError
 from surfbench.bench.models.config_schema import Where, checked
 from surfbench.bench.models.local import ModelUnavailable
-from surfbench.bench.models.providers import provider
+from surfbench.bench.models.providers import provider, refuse_unread
 from surfbench.bench.models.server import LocalServer, ServerError
 from surfbench.bench.models.spec import MODEL_KEYS, TOKENIZERS, ModelConfig
 from surfbench.bench.models.types import ModelClient
@@ -37,6 +37,8 @@ def model_config(name: str, data: Mapping[str, object] | None = None) -> ModelCo
 
     Every field is checked against its type and range (bench.models.config_schema) before the config exists;
     a value that differs from the file's is named as the override it came from (``model.max_tokens=abc``).
+    A field the provider does not read (another provider's, bench.models.provider_settings) is refused unless
+    it keeps its default.
     """
     shipped: dict[str, object] | None = None
     if data is None:
@@ -87,9 +89,11 @@ def model_config(name: str, data: Mapping[str, object] | None = None) -> ModelCo
         )
     if cfg.n_parallel > 1 and (cfg.provider != "local" or cfg.n_parallel > cfg.threads):
         raise ConfigError(
-            f"{where}: n_parallel={cfg.n_parallel}: local models only, at most threads={cfg.threads} "
+            f"{origin('n_parallel', cfg.n_parallel)}: local models only, at most threads={cfg.threads} "
             "(each server needs a thread of its own)"
         )
+    # any other field the provider does not read, set away from its default (bench.models.provider_settings)
+    refuse_unread(cfg, origin)
     _check_window(cfg, origin)
     if cfg.cache_profiles:  # the cache model's numbers (bench.models.cache_profiles), checked before any run
         from surfbench.bench.models.cache_profiles import check_overrides

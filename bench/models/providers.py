@@ -1,6 +1,8 @@
 """Model providers: what a model config's ``provider:`` names, one registered factory each.
 
-A provider checks the fields it needs when the config is read (:attr:`Provider.check`) and turns the
+A provider checks the fields it needs when the config is read (:attr:`Provider.check`), declares the fields
+it reads besides the common ones (:attr:`Provider.settings`, a dataclass of bench.models.provider_settings, which is
+also its typed view of a config: a field another provider reads is refused, :func:`refuse_unread`) and turns the
 config into a client on first use (:attr:`Provider.client`). The built-in ones, ``local`` (an embedded
 GGUF on surfbench's own llama.cpp server), ``litellm`` (any LiteLLM model string) and ``scripted`` (the
 oracle that replays a suite's reference calls: tests and ``surfbench check``), are found through the
@@ -11,6 +13,7 @@ one with an entry point in the group ``surfbench.providers`` naming a :class:`Pr
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import sys
@@ -26,7 +29,15 @@ from surfbench.bench.contracts import plugins
 from surfbench.bench.models.client import LiteLLMClient, ModelError
 from surfbench.bench.models.local import ModelUnavailable, embedded, require
 from surfbench.bench.models.prefix_store import PrefixStore
-from surfbench.bench.models.server import LocalServer, ServerGroup, ServerSettings
+from surfbench.bench.models.provider_settings import (
+    COMMON_FIELDS,
+    LiteLLMSettings,
+    LocalSettings,
+    ScriptedSettings,
+    owned,
+    view,
+)
+from surfbench.bench.models.server import LocalServer, ServerGroup
 from surfbench.bench.models.spec import ModelConfig
 from surfbench.bench.models.types import ModelClient
 
@@ -59,12 +70,42 @@ class Provider:
     client: Factory
     check: Callable[[ModelConfig, str], None] = _nothing_to_check
     """Raises a one-line ConfigError naming ``where`` (the config file) for a field the provider needs."""
+    settings: type[Any] | None = None
+    """The dataclass of the ModelConfig fields it reads besides the common ones (bench.models.provider_settings),
+    by the same names: its declaration, and its typed view of a config (``view(settings, cfg)``). None: it
+    declares nothing (a plugin's provider, a bare factory), and a config of it may set any field."""
+
+    @property
+    def owns(self) -> frozenset[str] | None:
+        """The fields it reads besides the common ones; None when it declares none (every field accepted)."""
+        return owned(self.settings)
 
 
 def provider(name: str) -> Provider:
     """The provider registered as ``name`` (a bare factory is wrapped); UnknownPlugin with the close names."""
     found: Any = plugins.lookup("providers", name)
     return found if isinstance(found, Provider) else Provider(name, found)
+
+
+def refuse_unread(cfg: ModelConfig, origin: Callable[[str, object], str]) -> None:
+    """A ConfigError for the first field the config's provider does not read, set away from its default.
+
+    ``model.threads=4 (model m): read by provider local only; provider litellm ignores it: drop it``. The
+    readers named are the built-in providers (:data:`BUILT_IN`) that declare the field; a provider that
+    declares nothing (``settings`` None) is refused nothing.
+    """
+    reads = provider(cfg.provider).owns
+    if reads is None:
+        return
+    for f in dataclasses.fields(ModelConfig):
+        if f.name in COMMON_FIELDS or f.name in reads or f.default is dataclasses.MISSING:
+            continue  # a field without a plain default (limits, cache_profiles, extra) is a common one
+        value = getattr(cfg, f.name)
+        if value == f.default:
+            continue
+        readers = [p.name for p in BUILT_IN if f.name in (p.owns or ())]
+        by = f"provider {readers[0]} only" if len(readers) == 1 else f"providers {', '.join(readers)}"
+        raise ConfigError(f"{origin(f.name, value)}: read by {by}; provider {cfg.provider} ignores it: drop it")
 
 
 def _check_local(cfg: ModelConfig, where: str) -> None:
@@ -78,17 +119,14 @@ def _check_local(cfg: ModelConfig, where: str) -> None:
 
 def _local(cfg: ModelConfig, pool: PoolView) -> ModelClient:
     """A client of surfbench's own llama.cpp server (started on the first request, revived if it dies)."""
-    assert cfg.embedded is not None
-    weights = embedded(cfg.embedded)
-    identity = f"{weights.sha256}|ctx={cfg.n_ctx}|fmt={cfg.chat_format}" + _engine_identity(cfg)
-    store = _prefix_store(cfg, identity)
-    settings = ServerSettings(
-        require(cfg.embedded), cfg.name, cfg.n_ctx, cfg.threads, cfg.chat_format, engine=cfg.server, slots=cfg.slots,
-        omp_spincount=cfg.omp_spincount, flash_attn=cfg.flash_attn,
-        slot_save_path=store.folder if store is not None else None,
-    )  # fmt: skip
-    if cfg.n_parallel > 1:
-        return _group_client(cfg, pool, ServerGroup(settings, cfg.n_parallel))
+    own = view(LocalSettings, cfg)
+    assert own.embedded is not None
+    weights = embedded(own.embedded)
+    identity = f"{weights.sha256}|ctx={own.n_ctx}|fmt={own.chat_format}" + own.engine_identity
+    store = _prefix_store(own, identity)
+    settings = own.server_settings(require(own.embedded), cfg.name, store.folder if store is not None else None)
+    if own.n_parallel > 1:
+        return _group_client(cfg.name, own, pool, ServerGroup(settings, own.n_parallel))
     server = LocalServer(settings)
     pool.servers[cfg.name] = server
 
@@ -117,42 +155,34 @@ def _local(cfg: ModelConfig, pool: PoolView) -> ModelClient:
         start=start,
         revive=revive,
         identity=identity,
-        slots=cfg.slots if cfg.server == "llama-server" else 1,  # episodes keep a slot each (bench.models.server_slots)
+        slots=own.client_slots,  # episodes keep a slot each (bench.models.server_slots)
         prefix_store=store,
     )
 
 
-def _prefix_store(cfg: ModelConfig, identity: str) -> PrefixStore | None:
+def _prefix_store(own: LocalSettings | ModelConfig, identity: str) -> PrefixStore | None:
     """Where ``keep_prefix`` keeps this model's saved slots (one server, one slot, llama-server); else None."""
-    if not cfg.keep_prefix or cfg.server != "llama-server" or cfg.slots > 1 or cfg.n_parallel > 1:
+    if not own.keep_prefix or own.server != "llama-server" or own.slots > 1 or own.n_parallel > 1:
         return None
     folder = cache_root() / "slots" / hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
     return PrefixStore(folder, identity)
 
 
-def _engine_identity(cfg: ModelConfig) -> str:
-    """The engine's part of a local model's identity: empty for llama-cpp-python (older runs keep their keys)."""
-    if cfg.server == "llama-cpp-python":
-        return ""
-    slots = f"|slots={cfg.slots}" if cfg.slots > 1 else ""
-    return f"|server={cfg.server}{slots}" + (f"|fa={cfg.flash_attn}" if cfg.flash_attn != "off" else "")
-
-
-def _group_client(cfg: ModelConfig, pool: PoolView, group: ServerGroup) -> ModelClient:
+def _group_client(name: str, own: LocalSettings, pool: PoolView, group: ServerGroup) -> ModelClient:
     """The client of a local model with ``n_parallel`` servers (each call to a free one)."""
-    assert cfg.embedded is not None
-    pool.servers[cfg.name] = group  # type: ignore[assignment]  # same start/stop/api_base/pid surface
+    assert own.embedded is not None
+    pool.servers[name] = group  # type: ignore[assignment]  # same start/stop/api_base/pid surface
 
     def revive() -> list[str] | None:
         bases = group.revive()
         if bases is not None:
-            print(f"surfbench: a {cfg.name} server had died; restarted", file=sys.stderr, flush=True)
+            print(f"surfbench: a {name} server had died; restarted", file=sys.stderr, flush=True)
         return bases
 
     return LiteLLMClient(
-        f"openai/{cfg.name}", api_key="sk-local", cache=pool.cache, is_local=True,
+        f"openai/{name}", api_key="sk-local", cache=pool.cache, is_local=True,
         start=lambda: group.start().api_bases, revive=revive,
-        identity=f"{embedded(cfg.embedded).sha256}|ctx={cfg.n_ctx}|fmt={cfg.chat_format}|slots={cfg.n_parallel}",
+        identity=f"{embedded(own.embedded).sha256}|ctx={own.n_ctx}|fmt={own.chat_format}|slots={own.n_parallel}",
     )  # fmt: skip
 
 
@@ -163,19 +193,20 @@ def _check_litellm(cfg: ModelConfig, where: str) -> None:
 
 def _litellm(cfg: ModelConfig, pool: PoolView) -> ModelClient:
     """A LiteLLM client of a hosted model or a server of your own (``api_base``), within its rpm/tpm budget."""
-    key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
-    if cfg.api_key_env and not key:
-        raise ModelError(f"model {cfg.name!r} needs the environment variable {cfg.api_key_env} (its API key)")
-    register_secret(key, cfg.api_key_env or "api key")
-    register_url_passwords(cfg.api_base or "", "model.api_base")  # however the config arrived (file, override, Python)
-    if key is None and cfg.api_base:  # a server of your own (vLLM, llama.cpp) needs no key; openai's
+    own = view(LiteLLMSettings, cfg)
+    key = os.environ.get(own.api_key_env) if own.api_key_env else None
+    if own.api_key_env and not key:
+        raise ModelError(f"model {cfg.name!r} needs the environment variable {own.api_key_env} (its API key)")
+    register_secret(key, own.api_key_env or "api key")
+    register_url_passwords(own.api_base or "", "model.api_base")  # however the config arrived (file, override, Python)
+    if key is None and own.api_base:  # a server of your own (vLLM, llama.cpp) needs no key; openai's
         key = "sk-no-key"  # client insists on one. A server that does want one answers 401: clear error.
-    assert cfg.model is not None
+    assert own.model is not None
     from surfbench.bench.base.concurrency import EndpointGate
 
     return LiteLLMClient(
-        cfg.model, api_base=cfg.api_base, api_key=key, cache=pool.cache,
-        gate=EndpointGate(1, cfg.rpm, cfg.tpm), cache_control=cfg.cache_control,
+        own.model, api_base=own.api_base, api_key=key, cache=pool.cache,
+        gate=EndpointGate(1, own.rpm, own.tpm), cache_control=own.cache_control,
     )  # fmt: skip
 
 
@@ -183,9 +214,12 @@ def _scripted(cfg: ModelConfig, pool: PoolView) -> ModelClient:
     """The oracle: replays the reference calls of ``script_suite`` (never a measurement)."""
     from surfbench.bench.models.scripted import OracleClient
 
-    return OracleClient(cfg.script_suite or "forge", cfg.script_delay_s)
+    own = view(ScriptedSettings, cfg)
+    return OracleClient(own.script_suite or "forge", own.script_delay_s)
 
 
-LOCAL = Provider("local", _local, _check_local)
-LITELLM = Provider("litellm", _litellm, _check_litellm)
-SCRIPTED = Provider("scripted", _scripted)
+LOCAL = Provider("local", _local, _check_local, LocalSettings)
+LITELLM = Provider("litellm", _litellm, _check_litellm, LiteLLMSettings)
+SCRIPTED = Provider("scripted", _scripted, settings=ScriptedSettings)
+BUILT_IN = (LOCAL, LITELLM, SCRIPTED)
+"""The providers this package ships (bench.contracts.plugins names them): each field of a config is common or theirs."""

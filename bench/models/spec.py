@@ -41,7 +41,12 @@ SEED_MAX = 2**31 - 1
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """One entry of ``configs/model/``; each field's type and range is checked by bench.models.config_schema."""
+    """One entry of ``configs/model/``; each field's type and range is checked by bench.models.config_schema.
+
+    Flat, but each field is either read for every provider or owned by the providers that read it
+    (bench.models.provider_settings): a new field is placed there, and a config setting a field its provider does
+    not read is refused (``model_config``).
+    """
 
     name: str
     provider: str = registered("local", "providers")

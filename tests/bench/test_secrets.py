@@ -145,25 +145,25 @@ def test_ten_planted_secret_shapes_appear_in_no_file_a_run_writes(tmp_path: Path
     assert not leaks, f"planted secrets leaked: {leaks}"
 
 
-ORACLE = "provider: scripted\nscript_suite: forge\nparams_b: 0.0\nmode: native\n"
-
-
 def test_a_sweep_keeps_its_overrides_out_of_results_and_off_the_console(tmp_path: Path):
-    configs = tmp_path / "configs"
-    shutil.copytree(ROOT / "configs", configs)
-    (configs / "model" / "oracle.yaml").write_text(ORACLE)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    proc = subprocess.run(
-        [
-            sys.executable, "-m", "surfbench", "run", "-m", "surface=full,dispatcher", "model=oracle", "limit=1",
-            f"+model.api_base=http://user:{API_BASE_PASSWORD}@127.0.0.1:9/v1", f"results_dir={tmp_path / 'results'}",
-            "run=s",
-        ],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "SURFBENCH_CONFIGS": str(configs), "CI": "true", "TMPDIR": str(tmp)},
-    )  # fmt: skip
+    # an endpoint of its own (the password reaches the stub as basic auth): a provider that reads api_base, since
+    # one that does not (the scripted oracle) refuses the override (bench.models.provider_settings)
+    with OpenAIStub(lambda n, body, headers: (200, chat_reply(content="Done."))) as stub:
+        configs = stub_model_config(tmp_path, stub.api_base)
+        api_base = stub.api_base.replace("http://", f"http://user:{API_BASE_PASSWORD}@")
+        proc = subprocess.run(
+            [
+                sys.executable, "-m", "surfbench", "run", "-m", "surface=full,dispatcher", "model=stub", "suite=forge",
+                "limit=1", f"model.api_base={api_base}", f"results_dir={tmp_path / 'results'}", "run=s",
+            ],
+            cwd=ROOT, capture_output=True, text=True, timeout=300,
+            env={**os.environ, "SURFBENCH_CONFIGS": str(configs), "CI": "true", "TMPDIR": str(tmp),
+                 "SURFBENCH_CACHE": str(tmp_path / "cache")},
+        )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert stub.requests and all(h.get("authorization", "").startswith("Basic ") for _, h in stub.requests)
     output = proc.stdout + proc.stderr
     assert "Launching 2 jobs" in output and "[redacted model.api_base password]" in output
     assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["s"]
