@@ -218,6 +218,15 @@ def gate(params: Mapping[str, str], where: str) -> str:
     return "```text\n" + text.replace(str(ROOT) + "/", "").rstrip() + "\n```\n"
 
 
+def decisions(params: Mapping[str, str], where: str) -> str:
+    """The gate's decision lines only (``decision for SURFACE: CLOSE  (...)``): what a headline quotes."""
+    text = gate(params, where)
+    lines = [line for line in text.splitlines() if line.startswith("decision for ")]
+    if not lines:
+        raise SystemExit(f"references: {where}: the gate over {params.get('runs')} printed no decision")
+    return "```text\n" + "\n".join(lines) + "\n```\n"
+
+
 def compare(params: Mapping[str, str], where: str) -> str:
     """Old against new, surface by surface: the ``columns`` of the cells table of run ``old`` and run ``new``
     side by side (the changed-verdicts tables: the same tasks on another engine)."""
@@ -243,7 +252,7 @@ def compare(params: Mapping[str, str], where: str) -> str:
 
 
 KINDS: dict[str, Callable[[Mapping[str, str], str], str]] = {
-    "provenance": provenance, "cells": cells, "gate": gate, "compare": compare,
+    "provenance": provenance, "cells": cells, "gate": gate, "decisions": decisions, "compare": compare,
 }  # fmt: skip
 
 
