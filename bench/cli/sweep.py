@@ -135,8 +135,9 @@ def run_cells(composed: Composed) -> list[CellRun]:
 
     The run is planned first (bench/run/plan.py's ``plan_run``: every cell's settings checked), then run
     (bench/run/execute.py's ``run_plan``, or the sequential room's ``run_until_decided`` for ``until_decided``),
-    each cell's summary printed right after it. A failing cell is reported and leaves a failure marker
-    (bench/cli/session.py); the other cells go on.
+    each cell's summary printed right after it. A cell that cannot be planned (a bad setting, a model config
+    field its provider does not read) stops the run before any cell runs, every such cell reported; a cell
+    failing later is reported and leaves a failure marker (bench/cli/session.py), and the other cells go on.
     """
     from surfbench.bench.run.plan import plan_run
 
@@ -149,6 +150,15 @@ def run_cells(composed: Composed) -> list[CellRun]:
         from surfbench.bench.sequential.until_decided import run_until_decided
 
         return run_until_decided(plan, model_pool, finish_job, _user_error, mark_failure=mark_failure)
+    if plan.failures and plan.planned:  # before any cell: a sweep must not fail its last cell's settings hours in
+        for failure in plan.failures:
+            _report_failure(failure.label, failure.error)
+        print(
+            f"surfbench: {len(plan.failures)} of {len(plan.cells)} cells of the run cannot run (above), so none ran: "
+            "mend their settings or leave them out, then run again",
+            file=sys.stderr,
+        )
+        return []
     return _run_plan(plan)
 
 

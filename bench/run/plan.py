@@ -25,6 +25,8 @@ from surfbench.bench.run.overrides import RunSettings, run_name_problem, run_set
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
+    from surfbench.bench.models.spec import ModelConfig
+
 _SPEC_FIELDS = {f.name for f in fields(CellSpec)}
 SHARED_SETTINGS = tuple(f.name for f in fields(RunSettings) if f.name in _SPEC_FIELDS)
 """The settings a run's :class:`RunSettings` gives each of its cells' :class:`CellSpec` (same name, same meaning)."""
@@ -48,6 +50,9 @@ class CellPlan:
     """``results_dir/run_name``."""
     label: str
     """``suite/surface/model`` as the run chose them: what a failure of the cell is reported under."""
+    model: ModelConfig | None = None
+    """The model config ``model_data`` gives, read and checked when the cell was planned (a setting its provider
+    does not read, a stop that cannot work: refused then, before any cell of the run runs); None: at resolve."""
 
     def resolve(self) -> Cell:
         """The cell loaded and checked (suite, surface, model, tasks): fails before any model call."""
@@ -56,7 +61,7 @@ class CellPlan:
         def data(group: Mapping[str, object] | None) -> dict[str, object] | None:
             return None if group is None else dict(group)
 
-        return resolve_cell(self.spec, data(self.surface_data), data(self.model_data))
+        return resolve_cell(self.spec, data(self.surface_data), data(self.model_data), self.model)
 
 
 def cell_spec(
@@ -92,6 +97,7 @@ def plan_cell(cfg: DictConfig, choices: Mapping[str, str], multirun: bool, seque
     """
     from omegaconf import OmegaConf
 
+    from surfbench.bench.models import model_config
     from surfbench.bench.store.results import safe_name
     from surfbench.bench.suites.grow import grow_fields
     from surfbench.bench.suites.policy import RUN_WHERE, policy_mapping
@@ -137,7 +143,9 @@ def plan_cell(cfg: DictConfig, choices: Mapping[str, str], multirun: bool, seque
     )
     run_name = settings.run or safe_name(default_run)
     folder = Path(str(cfg.results_dir)) / run_name
-    return CellPlan(settings, spec, group("surface"), group("model"), run_name, folder, cell_label(choices))
+    model_data = group("model")
+    model = model_config(spec.model, model_data)  # the model config checked now, not at the cell's turn
+    return CellPlan(settings, spec, group("surface"), model_data, run_name, folder, cell_label(choices), model)
 
 
 def cell_label(choices: Mapping[str, str]) -> str:

@@ -43,12 +43,16 @@ def _shipped(group: str, name: str) -> dict[str, Any] | None:
 
 
 def resolve_cell(
-    spec: CellSpec, surface_data: dict[str, Any] | None = None, model_data: dict[str, Any] | None = None
+    spec: CellSpec,
+    surface_data: dict[str, Any] | None = None,
+    model_data: dict[str, Any] | None = None,
+    model: ModelConfig | None = None,
 ) -> Cell:
     """Load and check everything a cell needs (fails fast, before any model call).
 
     ``surface_data`` / ``model_data``: the group configs as Hydra composed them (with overrides such as
-    ``surface.params.k=10`` or ``model.threads=1``); without them the YAML files are read.
+    ``surface.params.k=10`` or ``model.threads=1``); without them the YAML files are read. ``model``: the model
+    config ``model_data`` gives, already read and checked (a cell's plan did it, bench/run/plan.py).
     """
     # the spec's own settings were checked when it was made (CellSpec.__post_init__)
     suite = load_suite(spec.suite)
@@ -63,7 +67,7 @@ def resolve_cell(
             f"configs/surface/{spec.surface}.yaml: params {surface_cfg.params} rejected by surface "
             f"{surface_cfg.kind!r}: {exc}"
         ) from None
-    model_cfg = model_config(spec.model, model_data)
+    model_cfg = model if model is not None else model_config(spec.model, model_data)
     tasks = suite.select(spec.split, list(spec.tasks) or None, spec.limit, spec.tags)
     if not tasks:  # nothing to run: refuse before a run folder is made, not crash on an empty table later
         splits = sorted({t.split for t in suite.tasks})

@@ -4,6 +4,7 @@ and a field the config's provider does not read is refused in one line, in a fil
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,3 +142,25 @@ def test_a_plugin_provider_without_a_declaration_is_refused_nothing_and_one_with
     finally:
         plugins.unregister("providers", "mine")
         plugins.unregister("providers", "bare")
+
+
+def test_a_sweep_with_a_cell_whose_model_cannot_take_an_override_runs_no_cell(tmp_path: Path):
+    # model.script_delay_s is the scripted provider's: on the hosted cell it is refused when the run is planned,
+    # so the oracle's cell, first in the sweep, does not run either (it used to run, then the hosted cell failed)
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    from tests.fixtures.openai_stub import stub_model_config
+
+    configs = stub_model_config(tmp_path, "http://127.0.0.1:9/v1")
+    env = {**os.environ, "SURFBENCH_CONFIGS": str(configs), "SURFBENCH_CACHE": str(tmp_path / "cache"), "CI": "true"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "surfbench", "run", "-m", "suite=forge", "surface=full", "model=oracle,stub",
+         "++model.script_delay_s=0.01", "limit=1", f"results_dir={tmp_path / 'results'}", "run=r"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "forge/full/stub" in proc.stderr and "script_delay_s" in proc.stderr
+    assert "1 of 2 cells of the run cannot run" in proc.stderr
+    assert not (tmp_path / "results" / "r" / "episodes.parquet").exists()
