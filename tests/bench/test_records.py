@@ -127,27 +127,67 @@ def _report_body(text: str) -> list[str]:
     return [re.sub(r"Made \d{4}-\d\d-\d\d \d\d:\d\d UTC\.", "Made (time).", line) for line in body.splitlines()]
 
 
-@pytest.mark.parametrize(
-    ("runs", "committed"),
-    [
-        (["forge-dev-qwen0.5b"], "forge-dev-qwen0.5b/report/report.md"),
-        (["bfcl-dev-qwen0.5b"], "bfcl-dev-qwen0.5b/report/report.md"),
-    ],
-)
-def test_the_reference_report_re_renders_identically(runs: list[str], committed: str, monkeypatch: pytest.MonkeyPatch):
-    """`surfbench report results/reference/RUN` (the README's command, from the repository root) with
-    today's code gives the committed report, number for number."""
+COMMITTED_REPORTS = sorted(p.relative_to(REFERENCE).as_posix() for p in REFERENCE.rglob("report.md"))
+"""Every committed reference report (``results/reference/**/report.md``): each names its runs and baseline."""
+
+
+@pytest.mark.parametrize("committed", COMMITTED_REPORTS)
+def test_every_reference_report_re_renders_identically(committed: str, monkeypatch: pytest.MonkeyPatch):
+    """`surfbench report RUNS [--baseline B]` (the runs and baseline its own third line names, from the repository
+    root) with today's code gives the committed report, number for number."""
     monkeypatch.chdir(ROOT)
-    data = collect([f"results/reference/{r}" for r in runs])
-    want = _report_body((REFERENCE / committed).read_text(encoding="utf-8"))
-    got = _report_body(markdown(data, {}))
-    assert sum(line.startswith("| ") for line in got) > 20
-    assert got == want
+    text = (REFERENCE / committed).read_text(encoding="utf-8")
+    named = re.search(r"^Runs: (.+?)\. Made .*?Baseline surface: `([^`]+)`", text, re.MULTILINE)
+    assert named, f"{committed}: no 'Runs: ... Baseline surface: ...' line"
+    runs, baseline = named.group(1).split(", "), named.group(2)
+    got = _report_body(markdown(collect(runs, baseline=baseline), {}))
+    assert sum(line.startswith("| ") for line in got) > 10
+    assert got == _report_body(text)
 
 
-def test_the_reference_gate_re_renders_identically():
-    result = judge(ROOT / "configs" / "gate" / "dsh.yaml", [REFERENCE / "forge-dev-qwen0.5b"])
-    assert format_gate(result) + "\n" == (REFERENCE / "forge-dev-qwen0.5b" / "report" / "gate-dsh.txt").read_text()
+def test_every_committed_report_is_re_rendered():
+    assert len(COMMITTED_REPORTS) >= 14 and "forge-dev-qwen0.5b/report/report.md" in COMMITTED_REPORTS
+
+
+_LEGACY = "llama-cpp-python/"  # the runs of the old engine, kept beside their re-measures
+COMMITTED_GATES = {
+    "forge-dev-qwen0.5b/report/gate-dsh.txt": ("dsh.yaml", ["forge-dev-qwen0.5b"]),
+    "forge-dev-qwen0.5b-llama-server/report/gate-dsh.txt": ("dsh.yaml", ["forge-dev-qwen0.5b-llama-server"]),
+    "dsh-sequential-synth-hot-qwen1.5b/gate-sequential.txt": (
+        "dsh-sequential.yaml", ["dsh-sequential-synth-hot-qwen1.5b"]),
+    f"{_LEGACY}dsh-sequential-synth-hot-qwen1.5b/gate-sequential.txt": (
+        "dsh-sequential.yaml", [f"{_LEGACY}dsh-sequential-synth-hot-qwen1.5b"]),
+    f"{_LEGACY}dsh-sequential-synth-hot-qwen1.5b/gate-sequential-with-instances.txt": (
+        "dsh-sequential.yaml", [f"{_LEGACY}dsh-sequential-synth-hot-qwen1.5b", "forge-instances-dev"]),
+    "report-code-dev-two-sizes/gate.txt": (
+        "code-mode.yaml",
+        ["forge-dev-qwen0.5b", "code-dev-qwen0.5b", f"{_LEGACY}forge-dev-qwen1.5b", "code-dev-qwen1.5b"]),
+    "report-forge-dev-two-sizes/gate-dsh.txt": ("dsh.yaml", ["forge-dev-qwen0.5b", f"{_LEGACY}forge-dev-qwen1.5b"]),
+    "workspace-all/report/gate-four-tools.txt": ("four-tools.yaml", ["workspace-all"]),
+    "workspace-all/report/gate-ollie-split.txt": ("ollie-split.yaml", ["workspace-all"]),
+}  # fmt: skip
+"""Every committed gate output: its criteria file and runs (a sequential criteria file is judged sequentially)."""
+
+
+@pytest.mark.parametrize("committed", sorted(COMMITTED_GATES))
+def test_every_reference_gate_re_renders_identically(committed: str, monkeypatch: pytest.MonkeyPatch):
+    from surfbench.bench.sequential.sequential_gate import format_sequential, judge_sequential
+
+    monkeypatch.chdir(ROOT)
+    criteria, runs = COMMITTED_GATES[committed]
+    folders = [Path("results/reference") / r for r in runs]
+    gate_file = ROOT / "configs" / "gate" / criteria
+    text = (
+        format_sequential(judge_sequential(gate_file, folders))
+        if "sequential" in criteria
+        else format_gate(judge(gate_file, folders))
+    )
+    assert text + "\n" == (REFERENCE / committed).read_text()
+
+
+def test_every_committed_gate_output_is_re_rendered():
+    found = {p.relative_to(REFERENCE).as_posix() for p in REFERENCE.rglob("gate*.txt")}
+    assert found == set(COMMITTED_GATES)
 
 
 # -- (d) the gate's directions come from the registry ------------------------------------------------------
