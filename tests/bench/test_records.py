@@ -256,3 +256,20 @@ def test_a_part_written_before_a_column_was_renamed_reads_under_the_new_name():
     new = conform("episodes", old)
     assert new.column("disk_peak_bytes").to_pylist() == [4096]
     assert "peak_disk_bytes" not in new.column_names
+
+
+def test_the_reference_viewer_export_re_renders_identically(tmp_path: Path):
+    # `surfbench view results/reference/forge-instances-dev --export ...` (docs/viewer.md), every file byte for byte
+    import subprocess
+    import sys
+
+    committed = REFERENCE / "forge-instances-dev" / "view"
+    out = tmp_path / "view"
+    subprocess.run(
+        [sys.executable, "-m", "surfbench", "view", "results/reference/forge-instances-dev", "--export", str(out)],
+        cwd=ROOT, check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    want = {p.relative_to(committed).as_posix(): p.read_bytes() for p in committed.rglob("*") if p.is_file()}
+    got = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert len(want) > 50 and sorted(got) == sorted(want)
+    assert [name for name in want if got[name] != want[name]] == []
