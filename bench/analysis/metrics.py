@@ -241,7 +241,9 @@ def _problem(m: Metric) -> str | None:
     summary = {f.name for f in fields(CellSummary)}
     if not m.name.isidentifier() or m.name in METRICS or m.name in summary:
         return "the name must be an identifier that no metric or CellSummary field has"
-    if m.per_episode is None or not callable(m.per_episode) or not m.per_cell or m.computed_by is not None:
+    if m.computed_by is not None:
+        return "computed_by names where a built-in metric is computed; a registered one gives per_episode instead"
+    if m.per_episode is None or not callable(m.per_episode) or not m.per_cell:
         return "a registered metric is computed per episode: give per_episode (a function of an episode row)"
     if m.aggregate not in AGGREGATES:
         return f"aggregate {m.aggregate!r} must be mean, sum, share or total"
@@ -314,6 +316,9 @@ def declared_fields(metric: Metric, rows: list[Mapping[str, object]]) -> dict[st
     assert metric.per_episode is not None
     given = [v for v in (metric.per_episode(r) for r in rows) if v is not None and not _missing(v)]
     if metric.aggregate == "total":  # a count: printed as a whole number, 0 for an empty cell
+        fractional = [v for v in given if float(v) != int(float(v))]
+        if fractional:  # as_int would cut 0.5 to 0 without a word
+            raise ValueError(f"metric {metric.name!r}: aggregate total counts whole numbers, got {fractional[0]!r}")
         return {metric.name: sum(as_int(v) for v in given)}
     values = [float(v) for v in given]
     n = len(values)

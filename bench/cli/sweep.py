@@ -163,7 +163,11 @@ def run_cells(composed: Composed) -> list[CellRun]:
 
 
 def _configs(composed: Composed) -> Iterator[tuple[Any, Mapping[str, str]]]:
-    """Each composed cell's ``(config, choices)``, with ``HydraConfig`` set to the cell while it is planned."""
+    """Each composed cell's ``(config, choices)``, with ``HydraConfig`` set to the cell while it is planned.
+
+    Everything a cell takes from its composition (``${hydra:...}`` values included) is resolved when it is planned;
+    while the cells run, ``HydraConfig`` holds the last cell planned, and nothing in surfbench reads it then.
+    """
     from hydra.core.hydra_config import HydraConfig
 
     for cell in composed.cells:

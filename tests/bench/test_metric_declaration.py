@@ -174,7 +174,7 @@ def test_unregistering_leaves_the_built_in_registry(declared: None):
         ({"name": "success_rate"}, "no metric or CellSummary field"),
         ({"name": "harness_errors"}, "no metric or CellSummary field"),
         ({"per_episode": None}, "give per_episode"),
-        ({"computed_by": "bench.analysis.metrics.summarize_cell"}, "give per_episode"),
+        ({"computed_by": "bench.analysis.metrics.summarize_cell"}, "computed_by names where a built-in"),
         ({"interval": "wilson"}, "wilson goes with aggregate share"),
         ({"interval": "bootstrap", "aggregate": "sum"}, "bootstrap with mean or share"),
         ({"criteria": ("drop",)}, "needs kind pct"),
@@ -297,3 +297,14 @@ def test_every_built_in_metric_declares_how_it_is_computed():
     }
     for f in fields(CellSummary):
         assert f.name in METRICS or f.name in ends or f.name in ("expected_calls", "extra"), f.name
+
+
+def test_a_total_of_a_fractional_value_is_refused_not_cut():
+    # aggregate "total" counts whole numbers: a per-episode 0.5 would print as 0
+    from surfbench.bench.analysis.metrics import Metric, declared_fields
+
+    metric = Metric("halves", "halves", True, "a test metric", "count", per_episode=lambda r: 0.5, aggregate="total")
+    with pytest.raises(ValueError, match="whole numbers"):
+        declared_fields(metric, [{"x": 1}])
+    whole = Metric("ones", "ones", True, "a test metric", "count", per_episode=lambda r: 1.0, aggregate="total")
+    assert declared_fields(whole, [{"x": 1}, {"x": 2}]) == {"ones": 2}
