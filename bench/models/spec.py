@@ -8,22 +8,13 @@ to know what a config is.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from surfbench.bench.base.concurrency import MAX_CONCURRENCY
 from surfbench.bench.models.config_schema import one_of, ranged, registered
 from surfbench.bench.models.prompting import FORMATS
 from surfbench.bench.models.types import CallingMode, ModelRequest
-
-MODEL_KEYS = {
-    "name", "provider", "embedded", "model", "api_base", "api_key_env", "params_b", "n_ctx", "threads",
-    "chat_format", "mode", "prompt_format", "tokenizer", "temperature", "max_tokens", "seed", "description",
-    "script_suite", "script_delay_s", "concurrency", "rpm", "tpm", "cache_control", "limits", "n_parallel",
-    "cache_profiles", "server", "slots", "repeat_penalty", "omp_spincount", "flash_attn",
-    "stop_on_repeated_call", "keep_prefix",
-}  # fmt: skip
-
 
 OMP_SPINCOUNT = 1000
 """Default ``GOMP_SPINCOUNT`` of a local server: spin about as long as libgomp does when oversubscribed."""
@@ -175,3 +166,8 @@ class ModelConfig:
             repeat_penalty=self.repeat_penalty,
             stop_on_repeated_call=self.stop_in_step(mode),
         )
+
+
+MODEL_KEYS = frozenset(f.name for f in fields(ModelConfig)) - {"extra"}
+"""The keys a model config (file or override) may set: every field of :class:`ModelConfig` but ``extra``, which is
+set from Python only (a plugin's own settings)."""
