@@ -79,7 +79,7 @@ def _shared(cell: CellPlan, key: str) -> object:
 def _check_design(plan: RunPlan) -> tuple[Any, Path, dict[str, Any]]:
     """(settings, gate file, criteria) once the cells' shared settings and the gate's surfaces are checked.
 
-    Every cell must have been planned: the first whose plan failed is raised (the pairing needs every cell).
+    Every cell must have been planned (the pairing needs every cell): one whose plan failed is raised, several named.
     """
     from surfbench.bench.base.config import ConfigError
     from surfbench.bench.report.gate_criteria import load_criteria
@@ -89,8 +89,11 @@ def _check_design(plan: RunPlan) -> tuple[Any, Path, dict[str, Any]]:
         differ = [key for key in SHARED if _shared(cell, key) != _shared(planned[0], key)]
         if differ:
             raise ConfigError(f"{', '.join(differ)}: every cell of a sequential run must share it (no sweep over it)")
-    if plan.failures:
+    if len(plan.failures) == 1:
         raise plan.failures[0].error
+    if plan.failures:  # every such cell named, as a plain run names them (bench/cli/sweep.py)
+        named = "; ".join(f"{f.label}: {f.error}" for f in plan.failures)
+        raise ConfigError(f"{len(plan.failures)} cells cannot be planned: {named}")
     settings = planned[0].settings
     gate = Path(str(settings.until_decided))
     spec = load_criteria(gate)

@@ -169,3 +169,22 @@ def test_a_cell_whose_plan_fails_is_reported_at_its_turn_and_the_others_run(tmp_
     assert [r.cell.surface_cfg.name for r in result.cells] == ["dispatcher"]
     info = json.loads((tmp_path / "p" / "run.json").read_text())
     assert [c["surface"] for c in info["cells"]] == ["dispatcher"]
+
+
+def test_a_sequential_run_names_every_cell_that_cannot_be_planned(tmp_path: Path):
+    # the pairing needs every cell: one failure is raised as it is, several are named together (as a plain run does)
+    from surfbench.bench.sequential.until_decided import _check_design
+
+    cells = planned_cells(tmp_path, "full,core,dispatcher")
+    bad = [
+        (OmegaConf.merge(cfg, {"until_decided": "configs/gate/dsh-sequential.yaml", "repeats": 0 if i else 1}), ch)
+        for i, (cfg, ch) in enumerate(cells)
+    ]
+    plan = plan_run(bad, multirun=True, sequential=True)
+    with pytest.raises(
+        ConfigError, match=r"^2 cells cannot be planned: forge/core/oracle: repeats=0.*forge/dispatcher"
+    ):
+        _check_design(plan)
+    one = plan_run(bad[:2], multirun=True, sequential=True)
+    with pytest.raises(ConfigError, match=r"^repeats=0"):
+        _check_design(one)
