@@ -160,7 +160,7 @@ def _local(cfg: ModelConfig, pool: PoolView) -> ModelClient:
     )
 
 
-def _prefix_store(own: LocalSettings | ModelConfig, identity: str) -> PrefixStore | None:
+def _prefix_store(own: LocalSettings, identity: str) -> PrefixStore | None:
     """Where ``keep_prefix`` keeps this model's saved slots (one server, one slot, llama-server); else None."""
     if not own.keep_prefix or own.server != "llama-server" or own.slots > 1 or own.n_parallel > 1:
         return None

@@ -13,6 +13,7 @@ import pytest
 
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.models.prefix_store import KEEP_FILES, MIN_PROMPT, PrefixStore, prefix_key
+from surfbench.bench.models.provider_settings import LocalSettings, view
 from surfbench.bench.models.providers import _prefix_store
 from surfbench.bench.models.server import LocalServer, ServerSettings
 from surfbench.bench.models.spec import ModelConfig
@@ -89,11 +90,15 @@ def test_a_restore_that_fails_deletes_the_file_warns_once_and_the_run_goes_on(tm
 def test_keep_prefix_takes_one_llama_server_slot_and_gives_the_server_its_folder(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("SURFBENCH_CACHE", str(tmp_path))
     local = dict(name="m", provider="local", embedded="qwen2.5-coder-0.5b-instruct", server="llama-server")
-    assert _prefix_store(ModelConfig(**local), "id") is None  # off by default
-    store = _prefix_store(ModelConfig(**local, keep_prefix=True), "id")
+
+    def own(**fields: object) -> LocalSettings:  # the local provider's view of a config, as _local makes it
+        return view(LocalSettings, ModelConfig(**{**local, **fields}))  # type: ignore[arg-type]
+
+    assert _prefix_store(own(), "id") is None  # off by default
+    store = _prefix_store(own(keep_prefix=True), "id")
     assert store is not None and store.folder.parent == tmp_path / "slots"
-    assert _prefix_store(ModelConfig(**local, keep_prefix=True, slots=2), "id") is None
-    assert _prefix_store(ModelConfig(**{**local, "server": "llama-cpp-python"}, keep_prefix=True), "id") is None
+    assert _prefix_store(own(keep_prefix=True, slots=2), "id") is None
+    assert _prefix_store(own(server="llama-cpp-python", keep_prefix=True), "id") is None
     settings = ServerSettings(Path("/m.gguf"), "m", slot_save_path=store.folder)
     command = LocalServer(settings).command
     monkeypatch.setattr("surfbench.bench.models.server.upstream_binary", lambda: Path("/bin/llama-server"))
