@@ -149,7 +149,7 @@ def run_cells(composed: Composed) -> list[CellRun]:
     if plan.sequential:  # the cells paired, batch by batch
         from surfbench.bench.sequential.until_decided import run_until_decided
 
-        return run_until_decided(plan, model_pool, finish_job, _user_error, mark_failure=mark_failure)
+        return run_until_decided(plan, model_pool, finish_job, _report_run_failure)
     if plan.failures and plan.planned:  # before any cell: a sweep must not fail its last cell's settings hours in
         for failure in plan.failures:
             _report_failure(failure.label, failure.error)
@@ -184,13 +184,22 @@ def _run_plan(plan: RunPlan) -> list[CellRun]:
     return done
 
 
-def _report_failure(label: str, exc: Exception) -> None:
-    """A failed cell: its error printed as one line (a traceback too for a bug) and marked for the exit code."""
+def _report_failure(label: str, exc: Exception, *, cell: bool = True) -> None:
+    """A failure, reported one way for every kind of run: one redacted line, a traceback too for a bug, a mark.
+
+    The line is ``surfbench: error in cell LABEL: ...`` (``surfbench: error: LABEL: ...`` for a whole run's,
+    ``cell=False``); the mark is the exit code's (bench.cli.session.mark_failure).
+    """
     message = redact(f"{label}: {exc}")
     mark_failure(message)
-    print(f"surfbench: error in cell {message}", file=sys.stderr)
+    print(f"surfbench: error{' in cell ' if cell else ': '}{message}", file=sys.stderr)
     if not _user_error(exc):
         print(redact("".join(traceback.format_exception(exc))), file=sys.stderr)
+
+
+def _report_run_failure(label: str, exc: Exception) -> None:
+    """A whole run's failure (a sequential run's, which ends at a failing cell): :func:`_report_failure`'s way."""
+    _report_failure(label, exc, cell=False)
 
 
 def _require_pulled(composed: Composed) -> None:

@@ -26,12 +26,9 @@ from __future__ import annotations
 
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from surfbench.bench.base.secrets import redact
 
 if TYPE_CHECKING:
     from surfbench.bench.run.execute import CellResult, Job, PoolFor
@@ -47,27 +44,22 @@ def run_until_decided(
     plan: RunPlan,
     pool: PoolFor,
     finish: Callable[[CellResult], Any],
-    user_error: Callable[[Exception], bool],
-    *,
-    mark_failure: Callable[[str], None],
+    report_failure: Callable[[str, Exception], None],
 ) -> list[Any]:
     """Run the planned cells paired, batch by batch, until the gate's sequential criteria are decided.
 
     The front end's parts are passed in, so that this room does not import the front ends (bench/cli/, which
     calls it): ``pool``, the process's model pool (bench.cli.session.model_pool, given ``no_cache``); ``finish``,
-    bench.cli.sweep's ``finish_job`` (a cell's summary, printed); ``user_error``, whether an error is the user's
-    (no traceback); ``mark_failure``, bench.cli.session's. Returns what ``finish`` returned for each cell (the
-    cells' ``CellRun``s), or [] when the run was refused or a cell failed (marked as a failure): a cell whose plan
-    failed ends the whole run before anything is written, as the pairing needs every cell.
+    bench.cli.sweep's ``finish_job`` (a cell's summary, printed); ``report_failure``, the one way a run reports
+    a failure (bench.cli.sweep's: one redacted line, a traceback for a bug, a failure marker for the exit code),
+    given the label ``until_decided``. Returns what ``finish`` returned for each cell (the cells' ``CellRun``s), or
+    [] when the run was refused or a cell failed: a cell whose plan failed ends the whole run before anything is
+    written, as the pairing needs every cell.
     """
     try:
         return _run(plan, pool, finish)
     except Exception as exc:  # a refused design or a failing cell ends the whole run: the pairing needs every cell
-        message = redact(f"until_decided: {exc}")
-        mark_failure(message)
-        print(f"surfbench: error: {message}", file=sys.stderr)
-        if not user_error(exc):
-            print(redact(traceback.format_exc()), file=sys.stderr)
+        report_failure("until_decided", exc)
         return []
 
 

@@ -202,6 +202,11 @@ def test_a_run_until_decided_needs_every_compared_surface(configs: Path, tmp_pat
     )  # fmt: skip
     assert proc.returncode == 2
     assert "missing: dispatcher" in proc.stderr and not (tmp_path / "x").exists()
+    # reported as every run's failures are (bench.cli.sweep._report_failure): one line, no traceback for a user error
+    assert [line for line in proc.stderr.splitlines() if line.startswith("surfbench: error")] == [
+        next(line for line in proc.stderr.splitlines() if line.startswith("surfbench: error: until_decided: "))
+    ]
+    assert "Traceback" not in proc.stderr
 
 
 def test_each_cell_of_a_run_until_decided_has_its_own_model_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
