@@ -376,6 +376,14 @@ def _cell_limit_verdict(c: Criterion, cand: str, model: str, metric: Metric, val
     return Verdict(cand, model, c.label, c.value, observed, outcome, c.on_fail)
 
 
+def _pts(share: float) -> str:
+    """A signed difference of shares in points, one decimal; no difference prints ``+0.0``.
+
+    Never ``-0.0``: a zero difference negated (``Metric.worsening``), or a tiny negative of float sums, rounded.
+    """
+    return f"{round(100 * share, 1) + 0.0:+.1f}"
+
+
 def _drop_verdict(c: Criterion, cand: str, model: str, metric: Metric, pair: Paired | None) -> Verdict:
     d = pair.delta(metric.name) if pair is not None else None
     if pair is None or d is None or d.delta is None or d.low is None or d.high is None:
@@ -386,7 +394,7 @@ def _drop_verdict(c: Criterion, cand: str, model: str, metric: Metric, pair: Pai
     # how far the baseline can worsen at all (the metric is a share: down to 0, or up to 1)
     room = (d.baseline or 0.0) if metric.higher_is_better else 1.0 - (d.baseline if d.baseline is not None else 1.0)
     word = "drop" if metric.higher_is_better else "rise"
-    observed = f"{word} {100 * drop:+.1f} pts [95% CI {100 * best:+.1f}, {100 * worst:+.1f}] over {pair.pairs} tasks"
+    observed = f"{word} {_pts(drop)} pts [95% CI {_pts(best)}, {_pts(worst)}] over {pair.pairs} tasks"
     if d.mde is not None:
         observed += f"; MDE {100 * d.mde:.1f} pts"
     outcome = "pass" if worst <= c.value else ("fail" if best > c.value else "inconclusive")

@@ -127,7 +127,7 @@ def test_a_declared_metric_is_a_gate_criterion_kind_judged_by_its_test(run: Path
     assert ratio.outcome == "pass" and ratio.observed.startswith("answer chars ") and "= 1.00x" in ratio.observed
     assert limit.outcome == "fail" and limit.observed.endswith("(at most 1)")  # answers are longer than 1 character
     # a paired difference of 0 on 4 pairs: no drop seen, but too few pairs for a pass (as success_drop_max)
-    assert drop.outcome == "underpowered" and drop.observed.startswith("drop -0.0 pts [95% CI -0.0, -0.0] over 4 tasks")
+    assert drop.outcome == "underpowered" and drop.observed.startswith("drop +0.0 pts [95% CI +0.0, +0.0] over 4 tasks")
     criteria[2]["value"] = 5  # points, not a fraction: refused as for success_drop_max
     path.write_text(yaml.safe_dump({"name": "t", "baseline": "full", "criteria": criteria}))
     with pytest.raises(Exception, match="must be a fraction from 0 to 1"):
