@@ -1,7 +1,7 @@
 """How fast ``surfbench view`` opens a large run: a synthetic 10,000-episode run folder, built through the real store.
 
-The run is a reference run's episodes (results/reference/git-dev-qwen0.5b: 4 cells x 21 tasks, with their steps,
-calls and transcripts) written again as repeats until there are ``--episodes`` of them, through
+The run is a reference run's episodes (results/reference/llama-cpp-python/git-dev-qwen0.5b: 4 cells x 21 tasks,
+with their steps, calls and transcripts) written again as repeats until there are ``--episodes`` of them, through
 ``RunStore.write_episode`` (group commits of 1,000) and then ``surfbench compact`` (one part per table,
 the transcripts in transcripts.zip), as a finished run leaves them. Then it starts ``surfbench view RUN`` as
 a user would and times, from the process start: the first page (runs and cells); then a cell's list (its first
@@ -26,7 +26,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT / "results" / "reference" / "git-dev-qwen0.5b"
+SOURCE = ROOT / "results" / "reference" / "llama-cpp-python" / "git-dev-qwen0.5b"
 
 
 def rows(run: Path, table: str) -> list[dict[str, object]]:

@@ -158,7 +158,7 @@ COMMITTED_GATES = {
     f"{_LEGACY}dsh-sequential-synth-hot-qwen1.5b/gate-sequential.txt": (
         "dsh-sequential.yaml", [f"{_LEGACY}dsh-sequential-synth-hot-qwen1.5b"]),
     f"{_LEGACY}dsh-sequential-synth-hot-qwen1.5b/gate-sequential-with-instances.txt": (
-        "dsh-sequential.yaml", [f"{_LEGACY}dsh-sequential-synth-hot-qwen1.5b", "forge-instances-dev"]),
+        "dsh-sequential.yaml", [f"{_LEGACY}dsh-sequential-synth-hot-qwen1.5b", f"{_LEGACY}forge-instances-dev"]),
     "report-code-dev-two-sizes/gate.txt": (
         "code-mode.yaml",
         ["forge-dev-qwen0.5b", "code-dev-qwen0.5b", f"{_LEGACY}forge-dev-qwen1.5b", "code-dev-qwen1.5b"]),
@@ -259,14 +259,16 @@ def test_a_part_written_before_a_column_was_renamed_reads_under_the_new_name():
 
 
 def test_the_reference_viewer_export_re_renders_identically(tmp_path: Path):
-    # `surfbench view results/reference/forge-instances-dev --export ...` (docs/viewer.md), every file byte for byte
+    # `surfbench view results/reference/llama-cpp-python/forge-instances-dev --export ...` (docs/viewer.md), every
+    # file byte for byte
     import subprocess
     import sys
 
-    committed = REFERENCE / "forge-instances-dev" / "view"
+    committed = REFERENCE / "llama-cpp-python" / "forge-instances-dev" / "view"
     out = tmp_path / "view"
     subprocess.run(
-        [sys.executable, "-m", "surfbench", "view", "results/reference/forge-instances-dev", "--export", str(out)],
+        [sys.executable, "-m", "surfbench", "view", f"results/reference/{_LEGACY}forge-instances-dev",
+         "--export", str(out)],
         cwd=ROOT, check=True, capture_output=True, timeout=300,
     )  # fmt: skip
     want = {p.relative_to(committed).as_posix(): p.read_bytes() for p in committed.rglob("*") if p.is_file()}

@@ -103,7 +103,7 @@ def test_report_md_and_html_have_every_section_of_a_run_with_content_for_each(sc
 
 def test_a_reference_runs_funnel_and_multi_call_sections_are_in_both_renderings(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(ROOT)  # the git suite's 0.5B reference run: full, dispatcher, preselect, search
-    data = collect(["results/reference/git-dev-qwen0.5b"], baseline="full")
+    data = collect(["results/reference/llama-cpp-python/git-dev-qwen0.5b"], baseline="full")
     md, page = markdown(data, {}), html_page(data, {})
     headings = md_headings(md)
     assert {
