@@ -284,8 +284,8 @@ def summarize_cell(rows: list[Mapping[str, object]]) -> CellSummary:
     ``computed_by`` says: first-try accuracy here (correct first tries over expected calls, summed over the cell,
     with a Wilson interval), the cost, credit and instance fields by their own functions.
     """
-    expected = sum(as_int(r["expected_calls"]) for r in rows)
-    correct = sum(as_int(r["first_try_correct"]) for r in rows)
+    tries = [first_try_part(r) for r in rows]
+    correct, expected = sum(c for c, _ in tries), sum(n for _, n in tries)
     low, high = wilson(correct, expected)
     built_in: dict[str, Any] = {}  # CellSummary's fields: an int for a total, else a float or None
     extra: dict[str, float | None] = {}
@@ -306,6 +306,16 @@ def summarize_cell(rows: list[Mapping[str, object]]) -> CellSummary:
         **computed_by,
         extra=extra,  # register_metric's
     )
+
+
+def first_try_part(row: Mapping[str, object]) -> tuple[int, int]:
+    """An episode's (correct first tries, expected calls): ``first_try_accuracy`` is their sums' ratio over a cell."""
+    return as_int(row["first_try_correct"]), as_int(row["expected_calls"])
+
+
+RATIOS: dict[str, Callable[[Mapping[str, object]], tuple[int, int]]] = {"first_try_accuracy": first_try_part}
+"""The built-in metrics without ``per_episode`` that :func:`summarize_cell` computes as a ratio of sums of
+per-episode (numerator, denominator) parts, and those parts (bench.analysis.whatif's paired intervals read them)."""
 
 
 def declared_fields(metric: Metric, rows: list[Mapping[str, object]]) -> dict[str, float | None]:

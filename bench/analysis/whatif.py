@@ -17,9 +17,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from surfbench.bench.analysis.metrics import METRICS, fmt, summarize_cell
+from surfbench.bench.analysis.metrics import METRICS, RATIOS, Metric, fmt, summarize_cell
 from surfbench.bench.analysis.replay import (
     RecordedEpisode,
     Rescored,
@@ -32,8 +32,12 @@ from surfbench.bench.analysis.replay import (
 from surfbench.bench.base.atomic import write_atomic
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.base.markdown import markdown_table
+from surfbench.bench.base.values import missing
 from surfbench.bench.score.stuck import RepeatTracker, scan, step_output
-from surfbench.bench.store.tables import as_float
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 BOOTSTRAP_ROUNDS = 2000
 
@@ -62,7 +66,12 @@ def _mean(values: Sequence[float | int | None]) -> float | None:
 
 
 def summary_row(r: Rescored) -> dict[str, object]:
-    """The episode's columns that :func:`surfbench.bench.analysis.metrics.summarize_cell` reads."""
+    """The episode's columns that :func:`surfbench.bench.analysis.metrics.summarize_cell` reads.
+
+    A list by hand: the declarations' ``per_episode`` are functions of the row that name no columns, and the values
+    are made from the rescored score and trace as bench.run.rows.episode_rows makes a run's (which needs its cell).
+    A registered metric that reads another column has no value here.
+    """
     s, steps = r.score, r.trace.steps
     stuck = scan(steps, r.trace.calls)
     return {
@@ -81,33 +90,62 @@ def summary_row(r: Rescored) -> dict[str, object]:
 Part = Callable[[Mapping[str, object]], tuple[float, float]]
 
 
-def _per_episode(column: str) -> Part:
+def episode_part(metric: Metric) -> Part | None:
+    """``metric`` as a (numerator, denominator) per episode; None for a metric not computed from such parts.
+
+    Their sums over a cell make its value as :func:`~surfbench.bench.analysis.metrics.summarize_cell` computes it,
+    from its declaration (``per_episode``, ``aggregate``: as ``declared_fields`` aggregates it) or its ratio's parts
+    (``RATIOS``: first-try accuracy). An episode without a value (None, NaN) is (0, 0), one with a value is
+    (value, 1), a share's value 1.0 or 0.0 by its truth; the cell's value is sum(numerators) / sum(denominators),
+    or, for a ``total``, sum(numerators) (for a ``sum`` too, where some episode has a value).
+    """
+    if metric.name in RATIOS:
+        return RATIOS[metric.name]
+    value_of, share = metric.per_episode, metric.aggregate == "share"
+    if value_of is None:
+        return None
+
     def part(row: Mapping[str, object]) -> tuple[float, float]:
-        value = row[column]
-        return (0.0, 0.0) if value is None else (as_float(value), 1.0)
+        value = value_of(row)
+        if value is None or missing(value):
+            return 0.0, 0.0
+        return (1.0 if value else 0.0) if share else float(value), 1.0
 
     return part
 
 
-# Each metric of summarize_cell as a per-episode (numerator, denominator): the cell's value is
-# sum(numerators) / sum(denominators), or, for totals, sum(numerators).
-PARTS: dict[str, Part] = {
-    "success_rate": _per_episode("success"),
-    "first_try_accuracy": lambda r: (as_float(r["first_try_correct"]), as_float(r["expected_calls"])),
-    "selection_accuracy": _per_episode("selection_correct"),
-    "round_trips": _per_episode("round_trips"),
-    "overhead_round_trips": _per_episode("overhead_round_trips"),
-    "prompt_tokens_per_step": _per_episode("prompt_tokens_per_step"),
-    "request_bytes_per_step": _per_episode("request_bytes_per_step"),
-    "recovered_after_error": _per_episode("recovered_after_error"),
-    "boundary_violations": _per_episode("boundary_violations"),
-    "protocol_violations": _per_episode("protocol_violations"),
-    "parse_failures": _per_episode("parse_failures"),
-    "stable_prefix_rate": _per_episode("stable_prefix"),
-    "latency_s": _per_episode("latency_s"),
-    "stuck_rate": _per_episode("stuck"),
-}
-TOTALS = {"recovered_after_error"}
+UNPAIRED = frozenset({"failed_first_tries"})
+"""Metrics with parts and a direction that whatif's tables leave out: failed first tries, the operations
+``recovered_after_error`` counts the recovered ones of (the report shows the two as one column); whatif lists
+recovered alone, as it always has (listed, it would be one more row in every cell's table)."""
+
+
+def paired_metrics() -> list[tuple[Metric, Part]]:
+    """The metrics whatif compares before and after, in METRICS order, with their per-episode parts.
+
+    Those with parts (:func:`episode_part`) and a better direction: not the episode count, which a cut never
+    changes, nor the counts of how episodes ended; and not :data:`UNPAIRED`.
+    """
+    out = []
+    for metric in METRICS.values():
+        part = episode_part(metric)
+        if part is not None and metric.higher_is_better is not None and metric.name not in UNPAIRED:
+            out.append((metric, part))
+    return out
+
+
+def _cell_values(
+    metric: Metric, parts: npt.NDArray[np.float64], picks: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float64]:
+    """The metric's cell value in each bootstrap draw (``picks``: a row of episode indices per draw); NaN: none."""
+    import numpy as np
+
+    numerators, denominators = parts[picks, 0].sum(1), parts[picks, 1].sum(1)
+    if metric.name in RATIOS or metric.aggregate in ("mean", "share"):
+        return numerators / denominators
+    if metric.aggregate == "sum":
+        return np.where(denominators > 0, numerators, np.nan)
+    return numerators  # a total: 0 without any value
 
 
 def paired_deltas(
@@ -121,24 +159,18 @@ def paired_deltas(
     n = len(before)
     picks = rng.integers(0, n, size=(BOOTSTRAP_ROUNDS, n)) if n else None
     out = []
-    for name in METRICS:
-        if name not in PARTS:
-            continue
+    for metric, part in paired_metrics():
         low = high = None
         if picks is not None:
-            parts_b = np.array([PARTS[name](r) for r in before])
-            parts_a = np.array([PARTS[name](r) for r in after])
+            parts_b = np.array([part(r) for r in before], dtype=float)
+            parts_a = np.array([part(r) for r in after], dtype=float)
             with np.errstate(invalid="ignore", divide="ignore"):
-                if name in TOTALS:
-                    diff = parts_a[picks, 0].sum(1) - parts_b[picks, 0].sum(1)
-                else:
-                    diff = parts_a[picks, 0].sum(1) / parts_a[picks, 1].sum(1) - (
-                        parts_b[picks, 0].sum(1) / parts_b[picks, 1].sum(1)
-                    )
+                diff = _cell_values(metric, parts_a, picks) - _cell_values(metric, parts_b, picks)
             diff = diff[~np.isnan(diff)]
             if len(diff):
                 low, high = float(np.percentile(diff, 2.5)), float(np.percentile(diff, 97.5))
-        out.append(MetricDelta(name, METRICS[name].label, sb.get(name), sa.get(name), low, high))
+        name = metric.name
+        out.append(MetricDelta(name, metric.label, sb.metric(name), sa.metric(name), low, high))
     return out
 
 

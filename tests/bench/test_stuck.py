@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from surfbench.bench.analysis.metrics import summarize_cell
+from surfbench.bench.analysis.metrics import METRICS, Metric, register_metric, summarize_cell, unregister_metric
 from surfbench.bench.analysis.replay import Suites
-from surfbench.bench.analysis.whatif import analyse_run, run_whatif, summary_row
+from surfbench.bench.analysis.whatif import analyse_run, paired_deltas, run_whatif, summary_row
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.models import ModelPool
 from surfbench.bench.models.scripted import OracleClient, ScriptedClient, call_turn, text_turn, with_usage
@@ -101,15 +101,41 @@ def test_stop_setting_accepts_counts_and_off_and_rejects_the_rest():
             stop_setting(bad)
 
 
+ROW: dict[str, object] = {
+    "expected_calls": 1, "first_try_correct": 1, "selection_correct": True, "success": True, "round_trips": 2,
+    "overhead_round_trips": 0, "prompt_tokens_per_step": 10, "request_bytes_per_step": 100,
+    "recovered_after_error": 0, "failed_first_tries": 0, "boundary_violations": 0, "protocol_violations": 0,
+    "parse_failures": 0, "stable_prefix": True, "latency_s": 1.0,
+}  # fmt: skip
+"""An episode row from before stuck detection (no stuck column)."""
+
+
 def test_stuck_share_is_unknown_for_runs_recorded_before_detection():
-    row = {
-        "expected_calls": 1, "first_try_correct": 1, "selection_correct": True, "success": True, "round_trips": 2,
-        "overhead_round_trips": 0, "prompt_tokens_per_step": 10, "request_bytes_per_step": 100,
-        "recovered_after_error": 0, "failed_first_tries": 0, "boundary_violations": 0, "protocol_violations": 0,
-        "parse_failures": 0, "stable_prefix": True, "latency_s": 1.0,
-    }  # fmt: skip
+    row = ROW
     assert summarize_cell([row])["stuck_rate"] is None
     assert summarize_cell([{**row, "stuck": True}, {**row, "stuck": False}])["stuck_rate"] == 0.5
+
+
+def test_whatif_pairs_the_metrics_its_declarations_compute_per_episode_a_registered_one_too():
+    before = [{**ROW, "stuck": False, "round_trips": 4}, {**ROW, "stuck": True, "selection_correct": None}]
+    after = [{**ROW, "stuck": False, "round_trips": 2}, {**ROW, "stuck": True, "selection_correct": None}]
+    shown = {
+        "success_rate", "first_try_accuracy", "selection_accuracy", "round_trips", "overhead_round_trips",
+        "prompt_tokens_per_step", "request_bytes_per_step", "recovered_after_error", "boundary_violations",
+        "protocol_violations", "parse_failures", "stable_prefix_rate", "latency_s", "stuck_rate",
+    }  # fmt: skip
+    deltas = paired_deltas(before, after)
+    assert [d.name for d in deltas] == [name for name in METRICS if name in shown]  # the declarations' order
+    by = {d.name: d for d in deltas}
+    assert (by["round_trips"].before, by["round_trips"].after, by["round_trips"].low) == (3.0, 2.0, -2.0)
+    assert by["selection_accuracy"].before == 1.0 and by["stuck_rate"].after == 0.5  # None skipped, as the cell's
+    register_metric(Metric("steps_over_two", "steps > 2", False, "t", "pct", per_episode=lambda r: r["round_trips"] > 2,
+                           aggregate="share"))  # fmt: skip
+    try:
+        added = paired_deltas(before, after)[-1]
+        assert (added.name, added.before, added.after, added.low, added.high) == ("steps_over_two", 0.5, 0.0, -1.0, 0.0)
+    finally:
+        unregister_metric("steps_over_two")
 
 
 # -- whatif on a recorded run vs a fresh run with the option on -------------------------------------------
