@@ -50,12 +50,24 @@ class Reference:
 
     name: str
     args: tuple[str, ...]
-    """Everything after ``surfbench run`` but ``results_dir=`` and ``run=`` (the script adds those)."""
+    """Everything after ``surfbench run`` but ``results_dir=`` and ``run=`` (the script adds those); for a
+    ``script``, its arguments but ``--results-dir`` and ``--run``."""
     pages: tuple[str, ...]
     """The pages that show it (for ``status``)."""
+    script: str | None = None
+    """A script under scripts/ that makes the run instead (it runs its cells through ``surfbench.run``: the twins
+    of synthesized tasks are chosen by code), given ``--results-dir`` and ``--run``."""
+
+    def argv(self) -> list[str]:
+        """What ``run`` starts (with the Python running this script)."""
+        if self.script:
+            return [f"scripts/{self.script}", *self.args, "--results-dir", RESULTS, "--run", self.name]
+        return ["-m", "surfbench", "run", *self.args, f"results_dir={RESULTS}", f"run={self.name}"]
 
     @property
     def command(self) -> str:
+        if self.script:
+            return shlex.join(["python", *self.argv()])
         return shlex.join(["surfbench", "run", *self.args, f"results_dir={RESULTS}", f"run={self.name}"])
 
 
@@ -111,6 +123,10 @@ REFERENCES: tuple[Reference, ...] = (
         ("docs/results/code-mode.md",),
     ),
     Reference("workspace-all", ("-m", "+sweep=workspace", "tasks=[]", "split=all"), ("docs/results/workspace.md",)),
+    Reference(  # one synthesized twin per hand-written forge dev task, against forge-dev-qwen1.5b
+        "forge-synth-twins-qwen1.5b", ("--hand", f"{RESULTS}/forge-dev-qwen1.5b"), ("docs/results/synth.md",),
+        script="synth_proxy.py",
+    ),
     Reference(
         "scale-dev-qwen1.5b",
         ("-m", "+sweep=scale", "model=qwen2.5-coder-1.5b-instruct", "catalog.grow=null,256,1024"),
@@ -332,8 +348,7 @@ def cmd_run(names: list[str]) -> int:
             )
     for i, ref in enumerate(chosen, 1):
         print(f"references: [{i}/{len(chosen)}] {ref.command}", flush=True)
-        argv = [sys.executable, "-m", "surfbench", "run", *ref.args, f"results_dir={RESULTS}", f"run={ref.name}"]
-        proc = subprocess.run(argv, cwd=ROOT)
+        proc = subprocess.run([sys.executable, *ref.argv()], cwd=ROOT)
         if proc.returncode != 0:
             print(f"references: {ref.name} stopped with exit {proc.returncode}; the same command resumes it",
                   file=sys.stderr)  # fmt: skip

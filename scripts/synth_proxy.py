@@ -6,11 +6,10 @@
 Draws one synthesized twin per hand-written task of the suite's dev split (bench/synth/synth_twins.py: the
 same operations, seeded), runs the surfaces on the twins into ``RESULTS_DIR/RUN`` (``surfbench.run``: resumable,
 the response cache reused) and compares each surface's success and first-try argument accuracy, with 95% Wilson
-intervals, against a run of the hand-written tasks (default: the 1.5B forge dev reference), on the hand-written
-tasks that have a twin. It reports whether the surfaces come in the same order on both sets, and how far the
-levels differ. The twins run with today's ``stop_on_repeat`` (2); the reference was recorded without it, which
-changes no success and no first-try accuracy on any reference run (docs/results/README.md#reproducing-them), only
-round trips, so round trips are not compared.
+intervals, against a run of the hand-written tasks (default: the 1.5B forge dev reference, on the default engine
+with the same settings), on the hand-written tasks that have a twin. It reports whether the surfaces come in the
+same order on both sets, and how far the levels differ. ``python scripts/references.py run
+forge-synth-twins-qwen1.5b`` runs this script with the reference folder's name.
 """
 
 from __future__ import annotations
@@ -31,9 +30,7 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--suite", default="forge")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
     parser.add_argument("--surfaces", default="full,preselect,dispatcher", help="comma-separated surface configs")
-    parser.add_argument(
-        "--hand", default="results/reference/llama-cpp-python/forge-dev-qwen1.5b", help="run of the hand-written tasks"
-    )
+    parser.add_argument("--hand", default="results/reference/forge-dev-qwen1.5b", help="run of the hand-written tasks")
     parser.add_argument("--results-dir", default="results/reference")
     parser.add_argument("--run", default="forge-synth-twins-qwen1.5b")
     parser.add_argument("--seed", type=int, default=0, help="seed of the twins' draw")
