@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.analysis.compare import Paired, paired_comparisons
 from surfbench.bench.analysis.funnel import FunnelRow, catalog_sizes, funnel_rows
-from surfbench.bench.analysis.metrics import METRICS, Metric, declared, fmt, per_operation, show, summarize_cell
+from surfbench.bench.analysis.metric_registry import ColumnShape, MetricColumn
+from surfbench.bench.analysis.metrics import METRICS, Metric, fmt, per_operation, show, summarize_cell
 from surfbench.bench.analysis.multicall import MultiCallRow, multicall_rows
 from surfbench.bench.analysis.power import PassK, pass_k
 from surfbench.bench.base.config import ConfigError
@@ -47,8 +48,6 @@ class CellRow:
     """Mean tools shown on the first step."""
     pass_k: PassK | None = None
     """pass@k and pass^k over the cell's tasks when each ran k > 1 times (else None)."""
-    does_not_fit: int = 0
-    """Episodes not run: their first request could not fit the model's context window (bench.run.fit)."""
     cache: dict[str, Any] = field(default_factory=dict)
     """Profile name -> the cell's CacheCell (bench.promptcache), where its requests could be replayed."""
     tasks: frozenset[str] = frozenset()
@@ -121,7 +120,6 @@ def cell_rows(frame: pd.DataFrame) -> list[CellRow]:
                 tool_block_bytes=float(block.mean()) if len(block) else None,
                 tools_shown=float(shown.mean()) if len(shown) else None,
                 pass_k=pass_k(records),
-                does_not_fit=summary.does_not_fit,  # from the episodes' outcome column
                 tasks=frozenset(group["task_id"].astype(str)),
             )
         )
@@ -241,98 +239,111 @@ def _key(name: str) -> CellColumn:
     return CellColumn(name, lambda r, _: str(r.keys[name]))
 
 
-def _metric(name: str) -> CellColumn:
-    """A registry metric as a column: its label heads it, its format prints it."""
-    return CellColumn(METRICS[name].label, lambda r, _: show(r.summary, name))
-
-
 def _ratio(r: CellRow, base: float | None) -> str:
     return f"{base / r.tool_block_bytes:.1f}" if base and r.tool_block_bytes else "-"
 
 
-def _effective(profile: str) -> CellColumn:
-    """A cache profile's effective input tokens per step and cost per episode (bench.promptcache)."""
-    return CellColumn(effective_head(profile), lambda r, _: effective_text(r.cache.get(profile)), optional=True)
+REPORT_COLUMNS = [
+    _key("suite"), _key("model"), _key("mode"), _key("surface"),
+    CellColumn("tools", lambda r, _: fmt(r.tools_shown)),
+    CellColumn("tool block B", lambda r, _: fmt(r.tool_block_bytes)),
+    CellColumn("x smaller", _ratio),
+]  # fmt: skip
+"""The cells table's columns that are no metric's: the cell's keys, the tools and tool block its first step showed,
+and how many times smaller that block is than the baseline's; the metrics' columns go between and after them."""
 
 
-def _first_try(r: CellRow, _: float | None) -> str:
-    s, metric = r.summary, METRICS["first_try_accuracy"]
-    if s.first_try_accuracy is None:
-        return "-"
-    return f"{show(s, metric.name)} [{metric.format(s.first_try_ci_low)}, {metric.format(s.first_try_ci_high)}]"
-
-
-def _with_interval(name: str) -> CellColumn:
-    """A registry metric with its 95% interval (``NAME_ci_low`` / ``NAME_ci_high``), shown only when measured."""
-    metric = METRICS[name]
+def _value(metric: Metric, column: MetricColumn) -> list[CellColumn]:
+    """Its value, with its 95% interval where it declares one."""
+    name = metric.name
+    if metric.interval is None:
+        return [CellColumn(column.head or metric.label, lambda r, _: show(r.summary, name), column.optional)]
+    low_end, high_end = metric.interval_ends()
 
     def text(r: CellRow, _: float | None) -> str:
-        value, low, high = (r.summary.metric(f) for f in (name, f"{name}_ci_low", f"{name}_ci_high"))
+        value, low, high = (r.summary.metric(f) for f in (name, low_end, high_end))
         if value is None:
             return "-"
         return metric.format(value) + (f" [{metric.format(low)}, {metric.format(high)}]" if low is not None else "")
 
-    return CellColumn(f"{metric.label} [95% CI]", text, optional=True)
+    return [CellColumn(column.head or f"{metric.label} [95% CI]", text, column.optional)]
 
 
-def _episodes(r: CellRow, _: float | None) -> str:
-    text = show(r.summary, "episodes")
-    return f"{text} (does not fit: {r.does_not_fit})" if r.does_not_fit else text
+def _two(template: str) -> Callable[[Metric, MetricColumn], list[CellColumn]]:
+    """Its value and the other metric's, as ``template`` puts them (``{} ({})``: the other in parentheses)."""
+
+    def shape(metric: Metric, column: MetricColumn) -> list[CellColumn]:
+        name, other = metric.name, str(column.other)
+
+        def text(r: CellRow, _: float | None) -> str:
+            return template.format(show(r.summary, name), show(r.summary, other))
+
+        return [CellColumn(column.head or metric.label, text, column.optional)]
+
+    return shape
 
 
-CELL_COLUMNS = [
-    _key("suite"), _key("model"), _key("mode"), _key("surface"),
-    CellColumn(METRICS["episodes"].label, _episodes),
-    CellColumn("tools", lambda r, _: fmt(r.tools_shown)),
-    CellColumn("tool block B", lambda r, _: fmt(r.tool_block_bytes)),
-    CellColumn("x smaller", _ratio), _metric("prompt_tokens_per_step"),
-    *(_effective(p) for p in PROFILE_NAMES),  # prompt caching per provider profile (bench.promptcache)
-    CellColumn(
-        f"{METRICS['round_trips'].label} (overhead)",
-        lambda r, _: f"{show(r.summary, 'round_trips')} ({show(r.summary, 'overhead_round_trips')})",
-    ),
-    CellColumn(f"{METRICS['first_try_accuracy'].label} [95% CI]", _first_try),
-    _metric("selection_accuracy"), _metric("success_rate"),
-    *(_with_interval(name) for name in ("call_share", "state_share", "efficiency")),  # bench.analysis.credit_summary
-    CellColumn(METRICS["policy_denials"].label, lambda r, _: show(r.summary, "policy_denials"), optional=True),
-    CellColumn(METRICS["policy_recovered"].label, lambda r, _: show(r.summary, "policy_recovered"), optional=True),
-    _with_interval("instance_accuracy"),  # pass-through parameters (bench.analysis.instance_accuracy)
-    CellColumn(
-        METRICS["recovered_after_error"].label,
-        lambda r, _: f"{show(r.summary, 'recovered_after_error')}/{r.summary.failed_first_tries}",
-    ),
-    CellColumn(
-        "boundary / protocol viol.",
-        lambda r, _: f"{show(r.summary, 'boundary_violations')} / {show(r.summary, 'protocol_violations')}",
-    ),
-    _metric("parse_failures"), _metric("latency_s"), _metric("stuck_rate"),
-    *(_metric(name) for name in ("cached_share", "cost_per_episode", "cost_per_solved")),
-]  # fmt: skip
-"""The cells table: keys, tool-block size, then registry metrics (METRICS) by label and format; a registered
-metric that asks for a column adds it (:func:`all_cell_columns`). Heads and texts come from the declarations;
-the layout stays this list, not a field of theirs: its order is not the declarations' (which the docs table and
-the paired metrics keep), five columns join two numbers or a number and its interval, and some metrics have none
-(request B/step, stable prefix, the outcome counts)."""
-CELL_HEAD = [c.head for c in CELL_COLUMNS if not c.optional]
-"""The head of the columns every cells table has (:func:`cell_table`'s by default)."""
+def _noted(metric: Metric, column: MetricColumn) -> list[CellColumn]:
+    """Its value, and the other metric by its label in parentheses when not 0 (``45 (does not fit: 3)``)."""
+    name, other = metric.name, METRICS[str(column.other)]
+
+    def text(r: CellRow, _: float | None) -> str:
+        value = r.summary.metric(other.name)
+        note = f" ({other.label}: {other.format(value)})" if value else ""
+        return show(r.summary, name) + note
+
+    return [CellColumn(column.head or metric.label, text, column.optional)]
 
 
-def _declared_column(metric: Metric) -> CellColumn:
-    """A registered metric's column (bench.analysis.metrics.register_metric): optional, with its interval if any."""
-    if metric.interval:
-        return _with_interval(metric.name)
-    return CellColumn(metric.label, lambda r, _: show(r.summary, metric.name), optional=True)
+def _per_profile(metric: Metric, column: MetricColumn) -> list[CellColumn]:
+    """A column per cache profile: effective input tokens per step and cost per episode (bench.promptcache)."""
+
+    def effective(profile: str) -> CellColumn:
+        return CellColumn(effective_head(profile), lambda r, _: effective_text(r.cache.get(profile)), column.optional)
+
+    return [effective(p) for p in PROFILE_NAMES]
+
+
+SHAPES: dict[ColumnShape, Callable[[Metric, MetricColumn], list[CellColumn]]] = {
+    "value": _value, "beside": _two("{} ({})"), "over": _two("{}/{}"), "joined": _two("{} / {}"),
+    "noted": _noted, "per_profile": _per_profile,
+}  # fmt: skip
+"""Each column shape a metric may declare (bench.analysis.metric_registry.MetricColumn) -> its column(s)."""
 
 
 def all_cell_columns() -> list[CellColumn]:
-    """CELL_COLUMNS, and a column for each registered metric that asks for one, after the column it names."""
-    out = list(CELL_COLUMNS)
-    for metric in (m for m in declared() if m.column):
-        heads = [c.head for c in out]
-        if metric.after is not None and metric.after not in heads:
-            raise ValueError(f"metric {metric.name!r}: after={metric.after!r} is no column ({' | '.join(heads)})")
-        out.insert(heads.index(metric.after) + 1 if metric.after is not None else len(out), _declared_column(metric))
+    """Every column the cells table may have: REPORT_COLUMNS, and each metric's that declares one, by one rule.
+
+    In declaration order (METRICS: the built-in metrics, then the registered ones), each metric that declares a
+    column (:attr:`Metric.column`, made by the shape of :data:`SHAPES` it names) has it go right after the column
+    whose head its ``after`` names (one laid before or after it), or at the end (None): a column declared later that
+    names the same head goes between them, as a registered metric's ``after="success"`` goes before calls matched.
+    """
+    following: dict[str | None, list[tuple[Metric, list[CellColumn]]]] = {}
+    for metric in METRICS.values():
+        column = metric.cell_column()
+        if column is not None:
+            following.setdefault(metric.after, []).append((metric, SHAPES[column.shape](metric, column)))
+    out: list[CellColumn] = []
+
+    def lay(columns: list[CellColumn]) -> None:
+        for c in columns:
+            out.append(c)
+            for _, group in reversed(following.pop(c.head, [])):  # the one declared last first
+                lay(group)
+
+    lay(REPORT_COLUMNS)
+    for _, group in following.pop(None, []):  # at the end, in declaration order
+        lay(group)
+    unplaced = [metric for pairs in following.values() for metric, _ in pairs]
+    if unplaced:
+        heads = " | ".join(c.head for c in out)
+        raise ValueError(f"metric {unplaced[0].name!r}: after={unplaced[0].after!r} is no column ({heads})")
     return out
+
+
+CELL_HEAD = [c.head for c in all_cell_columns() if not c.optional]
+"""The head of the columns every cells table has (:func:`cell_table`'s by default)."""
 
 
 def cell_columns(data: ReportData) -> list[CellColumn]:
@@ -356,7 +367,7 @@ def cell_table(data: ReportData, optional: bool = False) -> list[list[str]]:
         for r in data.cells
         if r.keys["surface"] == data.baseline
     }
-    columns = cell_columns(data) if optional else [c for c in CELL_COLUMNS if not c.optional]
+    columns = cell_columns(data) if optional else [c for c in all_cell_columns() if not c.optional]
     out = []
     for r in data.cells:
         b = base.get((r.keys["suite"], r.keys["model"], r.keys["mode"]))

@@ -15,6 +15,7 @@ from surfbench.bench.analysis.compare import paired_metrics
 from surfbench.bench.analysis.metrics import (
     METRICS,
     Metric,
+    MetricColumn,
     format_summary,
     metrics_table,
     register_metric,
@@ -108,6 +109,28 @@ def test_a_declared_metric_is_a_column_of_the_reports_cells_table(run: Path, dec
                                 cell_table(data, optional=True)]  # fmt: skip
 
 
+def test_every_metric_column_is_laid_by_its_declaration():
+    """The cells table's metric columns come from the declarations (column, after), each in a shape the report
+    prints; an after that names no column is refused when the table is laid."""
+    from dataclasses import replace
+    from typing import get_args
+
+    from surfbench.bench.analysis.metric_registry import ColumnShape
+    from surfbench.bench.report.report_data import REPORT_COLUMNS, SHAPES, all_cell_columns
+
+    assert set(SHAPES) == set(get_args(ColumnShape))
+    heads = [c.head for c in all_cell_columns()]
+    assert len(heads) == len(set(heads)) and [h for h in heads if h in CELL_HEAD] == CELL_HEAD
+    assert [h for h in heads if h in {c.head for c in REPORT_COLUMNS}] == [c.head for c in REPORT_COLUMNS]
+    assert heads.index("round trips (overhead)") == heads.index("eff. tok/step, $/ep (local)") + 1
+    register_metric(replace(ANSWERED, name="misplaced", after="no such column"))
+    try:
+        with pytest.raises(ValueError, match="after='no such column' is no column"):
+            all_cell_columns()
+    finally:
+        unregister_metric("misplaced")
+
+
 def test_a_declared_metric_is_a_gate_criterion_kind_judged_by_its_test(run: Path, declared: None, tmp_path: Path):
     assert KINDS["answer_chars_ratio_max"] == CriterionKind("answer_chars", "ratio")
     assert KINDS["answer_chars_max"] == CriterionKind("answer_chars", "limit")
@@ -180,6 +203,8 @@ def test_unregistering_leaves_the_built_in_registry(declared: None):
         ({"criteria": ("drop",)}, "needs kind pct"),
         ({"criteria": ("most",)}, "must be among drop, ratio, limit"),
         ({"criterion_stem": "round_trips"}, "exist already"),
+        ({"column": MetricColumn(optional=False)}, "column is optional"),
+        ({"column": MetricColumn("over", "no_such_metric")}, "its other must name one"),
     ],
 )
 def test_a_declaration_that_cannot_work_is_refused(changes: dict[str, Any], problem: str):
