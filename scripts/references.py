@@ -245,15 +245,19 @@ def decisions(params: Mapping[str, str], where: str) -> str:
 
 def compare(params: Mapping[str, str], where: str) -> str:
     """Old against new, surface by surface: the ``columns`` of the cells table of run ``old`` and run ``new``
-    side by side (the changed-verdicts tables: the same tasks on another engine)."""
+    side by side (the changed-verdicts tables: the same tasks on another engine). Runs of more than one model are
+    compared model by model (a ``model`` column first)."""
     from surfbench.bench.base.markdown import markdown_table
     from surfbench.bench.report.report_data import cell_head, cell_table
 
-    sides = []
+    sides: list[dict[tuple[str, str], dict[str, str]]] = []
     for side in ("old", "new"):
         data = _collected(tuple(_runs({"runs": params.get(side, "")}, f"{where} {side}=")), None)
         head = cell_head(data)
-        sides.append({row[head.index("surface")]: dict(zip(head, row, strict=True)) for row in cell_table(data, True)})
+        sides.append({
+            (row[head.index("model")], row[head.index("surface")]): dict(zip(head, row, strict=True))
+            for row in cell_table(data, True)
+        })  # fmt: skip
     wanted = [c for c in params.get("columns", "").split("|") if c]
     if not wanted:
         raise SystemExit(f"references: {where}: a compare block needs columns=A|B")
@@ -261,9 +265,11 @@ def compare(params: Mapping[str, str], where: str) -> str:
     if missing:
         raise SystemExit(f"references: {where}: no column {missing} in both runs' cells tables")
     label = {"old": params.get("old_label", "old"), "new": params.get("new_label", "new")}
-    head = ["surface", *(f"{c}, {label[s]}" for c in wanted for s in ("old", "new"))]
-    rows = [[surface, *(side.get(surface, {}).get(c, "-") for c in wanted for side in sides)]
-            for surface in [*sides[0], *(k for k in sides[1] if k not in sides[0])]]  # fmt: skip
+    keys = [*sides[0], *(k for k in sides[1] if k not in sides[0])]
+    models = len({model for model, _ in keys}) > 1
+    head = [*(["model"] if models else []), "surface", *(f"{c}, {label[s]}" for c in wanted for s in ("old", "new"))]
+    rows = [[*([key[0]] if models else []), key[1], *(side.get(key, {}).get(c, "-") for c in wanted for side in sides)]
+            for key in keys]  # fmt: skip
     return markdown_table(head, rows) + "\n"
 
 
