@@ -20,6 +20,9 @@ A generated block sits between two comments in a page; everything else on the pa
     (each candidate's decision and the criteria behind it, as `surfbench gate` judges them)
     <!-- surfbench:end -->
 
+Other kinds: ``decisions`` (a gate's decision lines), ``compare old=A new=B columns=...`` (two runs' cells side
+by side), ``twins runs=TWINS hand=HAND`` (synthesized twins against their hand-written tasks, scripts/synth_proxy.py).
+
 The reports and gates are computed from the run folders here (bench.report), never read from a report.md that
 may be older than its runs. ``tests/test_reference_pages.py`` runs ``pages --check``.
 """
@@ -273,8 +276,29 @@ def compare(params: Mapping[str, str], where: str) -> str:
     return markdown_table(head, rows) + "\n"
 
 
+def twins(params: Mapping[str, str], where: str) -> str:
+    """Synthesized twins against their hand-written tasks (scripts/synth_proxy.py's comparison): success and
+    first-try accuracy per surface, with Wilson intervals, over run ``runs`` (the twins) and run ``hand``."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import synth_proxy
+
+    from surfbench.bench.suites.suite import load_suite
+    from surfbench.bench.synth.synth_twins import draw_twins
+
+    twin_run, hand = _runs(params, where), _runs({"runs": params.get("hand", "")}, f"{where} hand=")
+    if len(twin_run) != 1 or len(hand) != 1:
+        raise SystemExit(f"references: {where}: a twins block needs one run and one hand= run")
+    suite = params.get("suite", "forge")
+    surfaces = params.get("surfaces", "full,preselect,dispatcher").split(",")
+    drawn = draw_twins(load_suite(suite), "dev", int(params.get("seed", "0")))
+    return synth_proxy.compare(drawn, hand[0], twin_run[0], surfaces, params.get("model", Q15)).replace(
+        str(ROOT) + "/", ""
+    )
+
+
 KINDS: dict[str, Callable[[Mapping[str, str], str], str]] = {
     "provenance": provenance, "cells": cells, "gate": gate, "decisions": decisions, "compare": compare,
+    "twins": twins,
 }  # fmt: skip
 
 
