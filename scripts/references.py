@@ -249,18 +249,28 @@ def decisions(params: Mapping[str, str], where: str) -> str:
 def compare(params: Mapping[str, str], where: str) -> str:
     """Old against new, surface by surface: the ``columns`` of the cells table of run ``old`` and run ``new``
     side by side (the changed-verdicts tables: the same tasks on another engine). Runs of more than one model are
-    compared model by model (a ``model`` column first)."""
+    compared model by model (a ``model`` column first); a cell is its suite, mode, surface (and model)."""
     from surfbench.bench.base.markdown import markdown_table
     from surfbench.bench.report.report_data import cell_head, cell_table
 
-    sides: list[dict[tuple[str, str], dict[str, str]]] = []
+    tables = []
     for side in ("old", "new"):
         data = _collected(tuple(_runs({"runs": params.get(side, "")}, f"{where} {side}=")), None)
         head = cell_head(data)
-        sides.append({
-            (row[head.index("model")], row[head.index("surface")]): dict(zip(head, row, strict=True))
-            for row in cell_table(data, True)
-        })  # fmt: skip
+        tables.append([dict(zip(head, row, strict=True)) for row in cell_table(data, True)])
+    models = any(len({row["model"] for row in table}) > 1 for table in tables)
+    keyed = ("suite", "model", "mode", "surface") if models else ("suite", "mode", "surface")
+    sides: list[dict[tuple[str, ...], dict[str, str]]] = []
+    for side, table in zip(("old", "new"), tables, strict=True):
+        cells_of: dict[tuple[str, ...], dict[str, str]] = {}
+        for row in table:
+            key = tuple(row[k] for k in keyed)
+            if key in cells_of:
+                raise SystemExit(f"references: {where}: {side}= has two cells {key}: compare one cell per key")
+            cells_of[key] = row
+        sides.append(cells_of)
+    if not set(sides[0]) & set(sides[1]):
+        raise SystemExit(f"references: {where}: old= and new= share no cell ({' / '.join(keyed)})")
     wanted = [c for c in params.get("columns", "").split("|") if c]
     if not wanted:
         raise SystemExit(f"references: {where}: a compare block needs columns=A|B")
@@ -269,9 +279,8 @@ def compare(params: Mapping[str, str], where: str) -> str:
         raise SystemExit(f"references: {where}: no column {missing} in both runs' cells tables")
     label = {"old": params.get("old_label", "old"), "new": params.get("new_label", "new")}
     keys = [*sides[0], *(k for k in sides[1] if k not in sides[0])]
-    models = len({model for model, _ in keys}) > 1
     head = [*(["model"] if models else []), "surface", *(f"{c}, {label[s]}" for c in wanted for s in ("old", "new"))]
-    rows = [[*([key[0]] if models else []), key[1], *(side.get(key, {}).get(c, "-") for c in wanted for side in sides)]
+    rows = [[*([key[1]] if models else []), key[-1], *(side.get(key, {}).get(c, "-") for c in wanted for side in sides)]
             for key in keys]  # fmt: skip
     return markdown_table(head, rows) + "\n"
 
@@ -279,7 +288,8 @@ def compare(params: Mapping[str, str], where: str) -> str:
 def twins(params: Mapping[str, str], where: str) -> str:
     """Synthesized twins against their hand-written tasks (scripts/synth_proxy.py's comparison): success and
     first-try accuracy per surface, with Wilson intervals, over run ``runs`` (the twins) and run ``hand``."""
-    sys.path.insert(0, str(ROOT / "scripts"))
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))
     import synth_proxy
 
     from surfbench.bench.suites.suite import load_suite

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from surfbench.bench.base.values import missing as _missing
 from surfbench.bench.contracts.records import EpisodeOutcome
@@ -314,6 +314,10 @@ def _problem(m: Metric) -> str | None:
             "None with any"
         )
     column = m.cell_column()
+    if column is not None and column.shape not in get_args(ColumnShape):
+        return f"column shape {column.shape!r} must be one of {', '.join(get_args(ColumnShape))}"
+    if column is not None and m.after is not None and m.after in (m.label, f"{m.label} [95% CI]"):
+        return f"after={m.after!r} names its own column"
     if column is not None and (not column.optional or column.shape == "per_profile"):
         return "a registered metric's column is optional (runs without it keep their tables), not per profile"
     if column is not None and column.shape != "value" and column.other not in METRICS:

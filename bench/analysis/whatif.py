@@ -32,7 +32,7 @@ from surfbench.bench.analysis.replay import (
 from surfbench.bench.base.atomic import write_atomic
 from surfbench.bench.base.config import ConfigError
 from surfbench.bench.base.markdown import markdown_table
-from surfbench.bench.base.values import missing
+from surfbench.bench.base.values import missing, signed
 from surfbench.bench.score.stuck import RepeatTracker, scan, step_output
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def summary_row(r: Rescored) -> dict[str, object]:
 
     A list by hand: the declarations' ``per_episode`` are functions of the row that name no columns, and the values
     are made from the rescored score and trace as bench.run.rows.episode_rows makes a run's (which needs its cell).
-    A registered metric that reads another column has no value here.
+    A registered metric that reads another column is left out of whatif's tables (:func:`_reads_within`).
     """
     s, steps = r.score, r.trace.steps
     stuck = scan(steps, r.trace.calls)
@@ -148,6 +148,38 @@ def _cell_values(
     return numerators  # a total: 0 without any value
 
 
+class _Reads(dict[str, object]):
+    """A row that remembers which columns were read (``[]``, ``get``, ``in``)."""
+
+    def __init__(self, row: Mapping[str, object]) -> None:
+        super().__init__(row)
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: str) -> object:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: object = None) -> object:  # type: ignore[override]
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(str(key))
+        return super().__contains__(key)
+
+
+def _reads_within(metric: Metric, row: Mapping[str, object]) -> bool:
+    """Whether ``metric`` reads only the columns whatif rebuilds (:func:`summary_row`'s; a registered one may not)."""
+    if metric.per_episode is None:
+        return True
+    probe = _Reads(row)
+    try:
+        metric.per_episode(probe)
+    except Exception:  # it needs a column the row lacks (KeyError) or a value it cannot take: not rebuilt here
+        return False
+    return probe.read <= set(row)
+
+
 def paired_deltas(
     before: list[Mapping[str, object]], after: list[Mapping[str, object]], seed: int = 0
 ) -> list[MetricDelta]:
@@ -160,6 +192,8 @@ def paired_deltas(
     picks = rng.integers(0, n, size=(BOOTSTRAP_ROUNDS, n)) if n else None
     out = []
     for metric, part in paired_metrics():
+        if before and not _reads_within(metric, before[0]):
+            continue  # a registered metric reading a column whatif does not rebuild: no made-up "no change"
         low = high = None
         if picks is not None:
             parts_b = np.array([part(r) for r in before], dtype=float)
@@ -335,7 +369,8 @@ def _pct(part: float, whole: float) -> str:
 
 
 def _kind(name: str) -> str:
-    return "pct" if name.endswith(("_rate", "_accuracy")) else ""
+    """How ``fmt`` prints the metric: a share as a percentage (its declaration's ``kind``), else a number."""
+    return "pct" if METRICS[name].kind == "pct" else ""
 
 
 def _delta(m: MetricDelta) -> str:
@@ -343,8 +378,8 @@ def _delta(m: MetricDelta) -> str:
         return "-"
     scale, unit = (100.0, " pts") if _kind(m.name) else (1.0, "")
     d = (m.after - m.before) * scale
-    ci = f" [{(m.low or 0) * scale:+.1f}, {(m.high or 0) * scale:+.1f}]" if m.low is not None else ""
-    return f"{d:+.1f}{unit}{ci}"
+    ci = f" [{signed((m.low or 0) * scale)}, {signed((m.high or 0) * scale)}]" if m.low is not None else ""
+    return f"{signed(d)}{unit}{ci}"
 
 
 def describe(o: WhatifOutcome) -> str:

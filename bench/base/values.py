@@ -1,4 +1,4 @@
-"""Values as the results tables hold them: a cell that is missing, a JSON column read back.
+"""Values as the results tables hold them: a cell that is missing, a JSON column read back; a signed difference.
 
 One definition each, for every stage that reads episodes (issue 53: ``_missing`` was written five times and the
 JSON decode ten): pandas gives a missing number as ``NaN`` and a missing nullable value as ``pd.NA``; a list
@@ -20,3 +20,12 @@ def missing(value: object) -> bool:
 def decoded(raw: Any) -> Any:
     """A JSON column's value: its text parsed, anything else (a list, an array, None) as it is."""
     return json.loads(raw) if isinstance(raw, str) else raw
+
+
+def signed(value: float, digits: int = 1) -> str:
+    """``value`` with its sign and ``digits`` decimals; zero prints ``+0.0``, never ``-0.0``.
+
+    A negated zero (a drop of nothing, oriented so that positive is worse) or a tiny negative of float sums would
+    print ``-0.0`` through a plain ``:+.1f``.
+    """
+    return f"{round(value, digits) + 0.0:+.{digits}f}"

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from surfbench.bench.analysis.compare import Paired, paired_comparisons
 from surfbench.bench.analysis.metrics import METRICS, Metric, summarize_cell
 from surfbench.bench.base.config import ConfigError
-from surfbench.bench.base.values import decoded
+from surfbench.bench.base.values import decoded, signed
 from surfbench.bench.catalog.provider_limits import recorded_originals
 from surfbench.bench.promptcache.prompt_cache_requests import effective_costs
 from surfbench.bench.report.gate_criteria import BATCH, KINDS, Criterion, load_criteria
@@ -377,11 +377,8 @@ def _cell_limit_verdict(c: Criterion, cand: str, model: str, metric: Metric, val
 
 
 def _pts(share: float) -> str:
-    """A signed difference of shares in points, one decimal; no difference prints ``+0.0``.
-
-    Never ``-0.0``: a zero difference negated (``Metric.worsening``), or a tiny negative of float sums, rounded.
-    """
-    return f"{round(100 * share, 1) + 0.0:+.1f}"
+    """A signed difference of shares in points, one decimal (never ``-0.0``)."""
+    return signed(100 * share)
 
 
 def _drop_verdict(c: Criterion, cand: str, model: str, metric: Metric, pair: Paired | None) -> Verdict:

@@ -7,19 +7,19 @@ Cells, paired comparisons, per-operation accuracy and error types; rendered by :
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from surfbench.bench.analysis.compare import Paired, paired_comparisons
 from surfbench.bench.analysis.funnel import FunnelRow, catalog_sizes, funnel_rows
-from surfbench.bench.analysis.metric_registry import ColumnShape, MetricColumn
+from surfbench.bench.analysis.metric_registry import BUILTIN, ColumnShape, MetricColumn
 from surfbench.bench.analysis.metrics import METRICS, Metric, fmt, per_operation, show, summarize_cell
 from surfbench.bench.analysis.multicall import MultiCallRow, multicall_rows
 from surfbench.bench.analysis.power import PassK, pass_k
 from surfbench.bench.base.config import ConfigError
-from surfbench.bench.base.values import decoded
+from surfbench.bench.base.values import decoded, signed
 from surfbench.bench.catalog.provider_limits import recorded_originals
 from surfbench.bench.promptcache.prompt_cache_requests import cache_cells, cell_key
 from surfbench.bench.promptcache.prompt_cache_section import PROFILE_NAMES, effective_head, effective_text
@@ -311,16 +311,18 @@ SHAPES: dict[ColumnShape, Callable[[Metric, MetricColumn], list[CellColumn]]] = 
 """Each column shape a metric may declare (bench.analysis.metric_registry.MetricColumn) -> its column(s)."""
 
 
-def all_cell_columns() -> list[CellColumn]:
+def all_cell_columns(metrics: Iterable[Metric] | None = None) -> list[CellColumn]:
     """Every column the cells table may have: REPORT_COLUMNS, and each metric's that declares one, by one rule.
 
     In declaration order (METRICS: the built-in metrics, then the registered ones), each metric that declares a
     column (:attr:`Metric.column`, made by the shape of :data:`SHAPES` it names) has it go right after the column
     whose head its ``after`` names (one laid before or after it), or at the end (None): a column declared later that
     names the same head goes between them, as a registered metric's ``after="success"`` goes before calls matched.
+    ``metrics``: these instead of every declared one. A ValueError names an ``after`` that is no column's head,
+    or a head two columns have.
     """
     following: dict[str | None, list[tuple[Metric, list[CellColumn]]]] = {}
-    for metric in METRICS.values():
+    for metric in METRICS.values() if metrics is None else metrics:
         column = metric.cell_column()
         if column is not None:
             following.setdefault(metric.after, []).append((metric, SHAPES[column.shape](metric, column)))
@@ -339,10 +341,14 @@ def all_cell_columns() -> list[CellColumn]:
     if unplaced:
         heads = " | ".join(c.head for c in out)
         raise ValueError(f"metric {unplaced[0].name!r}: after={unplaced[0].after!r} is no column ({heads})")
+    heads = [c.head for c in out]
+    twice = sorted({h for h in heads if heads.count(h) > 1})
+    if twice:
+        raise ValueError(f"cells table: two columns headed {twice[0]!r}: give a registered metric another label")
     return out
 
 
-CELL_HEAD = [c.head for c in all_cell_columns() if not c.optional]
+CELL_HEAD = [c.head for c in all_cell_columns(m for m in METRICS.values() if m.name in BUILTIN) if not c.optional]
 """The head of the columns every cells table has (:func:`cell_table`'s by default)."""
 
 
@@ -413,8 +419,8 @@ def paired_table(data: ReportData) -> list[list[str]]:
         delta = "-"
         if p.first_try_delta is not None:
             delta = (
-                f"{100 * p.first_try_delta:+.0f} pts [{100 * (p.first_try_delta_low or 0):+.0f}, "
-                f"{100 * (p.first_try_delta_high or 0):+.0f}]"
+                f"{signed(100 * p.first_try_delta, 0)} pts [{signed(100 * (p.first_try_delta_low or 0), 0)}, "
+                f"{signed(100 * (p.first_try_delta_high or 0), 0)}]"
             )
         rows.append(
             [

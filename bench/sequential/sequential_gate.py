@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from surfbench.bench.analysis.metrics import METRICS
 from surfbench.bench.analysis.power import Z_SUM
 from surfbench.bench.base.config import ConfigError
+from surfbench.bench.base.values import signed
 from surfbench.bench.report.gate import (
     NO_EVIDENCE,
     GateResult,
@@ -106,7 +107,7 @@ class SequentialVerdict:
                 f"r / (r + {self.criterion.value:g})) over {of}"
             )
         word = "drop" if metric.higher_is_better else "rise"
-        text = f"{word} {100 * r.mean:+.1f} pts [95% CS {100 * r.low:+.1f}, {100 * r.high:+.1f}] over {of}"
+        text = f"{word} {signed(100 * r.mean)} pts [95% CS {signed(100 * r.low)}, {signed(100 * r.high)}] over {of}"
         size = f"{100 * self.criterion.value:.1f}-pt {word}"
         return text + (f"; a fixed-N plan for a {size}: about {self.fixed_n} pairs" if self.fixed_n else "")
 

@@ -205,6 +205,8 @@ def test_unregistering_leaves_the_built_in_registry(declared: None):
         ({"criterion_stem": "round_trips"}, "exist already"),
         ({"column": MetricColumn(optional=False)}, "column is optional"),
         ({"column": MetricColumn("over", "no_such_metric")}, "its other must name one"),
+        ({"column": MetricColumn("values")}, "must be one of value, beside"),  # type: ignore[arg-type]
+        ({"column": True, "after": "answer chars"}, "names its own column"),
     ],
 )
 def test_a_declaration_that_cannot_work_is_refused(changes: dict[str, Any], problem: str):
@@ -213,6 +215,19 @@ def test_a_declaration_that_cannot_work_is_refused(changes: dict[str, Any], prob
     with pytest.raises(ValueError, match=problem):
         register_metric(replace(ANSWER_CHARS, **changes))
     assert "answer_chars" not in METRICS
+
+
+def test_a_registered_column_headed_as_another_is_refused_when_the_table_is_laid():
+    from dataclasses import replace
+
+    from surfbench.bench.report.report_data import all_cell_columns
+
+    register_metric(replace(ANSWER_CHARS, label="success", interval=None, after=None))  # success_rate's head
+    try:
+        with pytest.raises(ValueError, match="two columns headed 'success'"):
+            all_cell_columns()
+    finally:
+        unregister_metric("answer_chars")
 
 
 def test_the_built_in_declarations_give_the_criterion_kinds_and_paired_metrics_there_were():

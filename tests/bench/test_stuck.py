@@ -136,6 +136,14 @@ def test_whatif_pairs_the_metrics_its_declarations_compute_per_episode_a_registe
         assert (added.name, added.before, added.after, added.low, added.high) == ("steps_over_two", 0.5, 0.0, -1.0, 0.0)
     finally:
         unregister_metric("steps_over_two")
+    # one that reads a column whatif does not rebuild is left out, not shown as "no change"
+    register_metric(
+        Metric("answer_chars", "answer chars", False, "t", per_episode=lambda r: len(r.get("final_text") or ""))
+    )
+    try:
+        assert "answer_chars" not in [d.name for d in paired_deltas(before, after)]
+    finally:
+        unregister_metric("answer_chars")
 
 
 # -- whatif on a recorded run vs a fresh run with the option on -------------------------------------------
