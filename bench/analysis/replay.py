@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+from surfbench.bench.base.values import decoded
 from surfbench.bench.contracts.backend import ToolError
 from surfbench.bench.contracts.records import CallRecord, EpisodeOutcome, EpisodeTrace, StepRecord
 from surfbench.bench.score.scorer import EpisodeScore, score_episode
@@ -78,10 +79,10 @@ def decode_arguments(value: object) -> object:
     """Arguments as recorded: objects and lists were stored as JSON text; other text is kept as it is."""
     if isinstance(value, str):
         try:
-            decoded = json.loads(value)
+            parsed = json.loads(value)
         except (ValueError, RecursionError):
             return value
-        return decoded if isinstance(decoded, dict | list) else value
+        return parsed if isinstance(parsed, dict | list) else value
     return value
 
 
@@ -200,8 +201,8 @@ def rebuild(
     trace.error, trace.outcome = error, outcome
     if cut is None:
         trace.final_text = row.get("final_text")
-        recorded_types = row.get("error_types")
-        if recorded_types and STUCK_REPEAT in json.loads(str(recorded_types)):  # a run recorded with the stop on
+        recorded_types = decoded(row.get("error_types") or None)  # JSON text, or a list in newer parts
+        if recorded_types is not None and STUCK_REPEAT in list(recorded_types):  # a run recorded with the stop on
             trace.stopped = STUCK_REPEAT
     else:
         trace.stopped = STUCK_REPEAT
@@ -223,7 +224,8 @@ def score_value(score: EpisodeScore, name: str) -> object:
 def recorded_value(row: Mapping[str, Any], name: str) -> Any:
     value = row.get(name)
     if name == "error_types":
-        return sorted(json.loads(value)) if isinstance(value, str) else sorted(value or [])
+        types = decoded(value)
+        return sorted(types) if types is not None else []
     return value
 
 

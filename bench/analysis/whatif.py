@@ -159,7 +159,7 @@ class _Reads(dict[str, object]):
         self.read.add(key)
         return super().__getitem__(key)
 
-    def get(self, key: str, default: object = None) -> object:  # type: ignore[override]
+    def get(self, key: str, default: object = None) -> object:
         self.read.add(key)
         return super().get(key, default)
 

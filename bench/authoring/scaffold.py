@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from surfbench.bench.base.config import ConfigError
+from surfbench.bench.base.values import decoded
 from surfbench.bench.catalog.catalog import Catalog, CatalogError, Operation
 
 EXAMPLES = 5
@@ -398,10 +399,10 @@ def oracle_failures(
         )
     failed = {}
     for row in (r for r in rows if not r["success"]):  # failures: a JSON list as the table holds it
-        why = json.loads(row["failures"]) if isinstance(row.get("failures"), str) else row.get("failures") or []
+        why = list(decoded(row.get("failures")) if row.get("failures") is not None else [])
         failed[str(row["task_id"])] = "; ".join(map(str, why)) or str(row.get("error") or "not solved")
     for row in (r for r in rows if r["success"]):  # solved, but its own first call misses the matcher
-        tries = json.loads(row["first_tries"]) if isinstance(row.get("first_tries"), str) else row.get("first_tries")
+        tries = decoded(row.get("first_tries"))
         wrong = [f"{t['op']} ({t.get('error_type') or 'wrong'})" for t in tries or [] if not t.get("correct")]
         if wrong:
             failed[str(row["task_id"])] = (

@@ -339,8 +339,8 @@ def all_cell_columns(metrics: Iterable[Metric] | None = None) -> list[CellColumn
         lay(group)
     unplaced = [metric for pairs in following.values() for metric, _ in pairs]
     if unplaced:
-        heads = " | ".join(c.head for c in out)
-        raise ValueError(f"metric {unplaced[0].name!r}: after={unplaced[0].after!r} is no column ({heads})")
+        laid = " | ".join(c.head for c in out)
+        raise ValueError(f"metric {unplaced[0].name!r}: after={unplaced[0].after!r} is no column ({laid})")
     heads = [c.head for c in out]
     twice = sorted({h for h in heads if heads.count(h) > 1})
     if twice:
