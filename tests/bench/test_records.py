@@ -159,9 +159,10 @@ COMMITTED_GATES = {
         "dsh-sequential.yaml", [f"{_LEGACY}dsh-sequential-synth-hot-qwen1.5b"]),
     f"{_LEGACY}dsh-sequential-synth-hot-qwen1.5b/gate-sequential-with-instances.txt": (
         "dsh-sequential.yaml", [f"{_LEGACY}dsh-sequential-synth-hot-qwen1.5b", f"{_LEGACY}forge-instances-dev"]),
-    "report-code-dev-two-sizes/gate.txt": (
+    f"{_LEGACY}report-code-dev-two-sizes/gate.txt": (
         "code-mode.yaml",
-        ["forge-dev-qwen0.5b", "code-dev-qwen0.5b", f"{_LEGACY}forge-dev-qwen1.5b", "code-dev-qwen1.5b"]),
+        ["forge-dev-qwen0.5b", f"{_LEGACY}code-dev-qwen0.5b",
+         f"{_LEGACY}forge-dev-qwen1.5b", f"{_LEGACY}code-dev-qwen1.5b"]),
     "report-forge-dev-two-sizes/gate-dsh.txt": ("dsh.yaml", ["forge-dev-qwen0.5b", f"{_LEGACY}forge-dev-qwen1.5b"]),
     "workspace-all/report/gate-four-tools.txt": ("four-tools.yaml", ["workspace-all"]),
     "workspace-all/report/gate-ollie-split.txt": ("ollie-split.yaml", ["workspace-all"]),
