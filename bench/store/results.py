@@ -24,6 +24,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -327,7 +328,6 @@ def _merge_cells(old: list[object], new: list[object]) -> list[dict[str, object]
 
 def environment_info() -> dict[str, object]:
     """Versions (the engines' builds included), git commit, machine and the command line, for run.json."""
-    import shlex
     from importlib import metadata
 
     versions: dict[str, str | None] = {}
@@ -346,13 +346,28 @@ def environment_info() -> dict[str, object]:
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "versions": versions,
         "git_commit": commit,
-        "command": shlex.join(["surfbench", *sys.argv[1:]]),  # as typed (Hydra's multirun sees the same argv)
+        "command": typed_command(sys.argv),
         "machine": {
             "platform": platform.platform(),
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
         },
     }
+
+
+def typed_command(argv: Sequence[str]) -> str:
+    """The command as typed, for run.json.
+
+    ``surfbench ...`` from the command line (Hydra's multirun sees the same argv), else ``python SCRIPT ...`` for a
+    script that runs cells through the Python API (the twins' synth_proxy.py was recorded as ``surfbench --hand ...``,
+    a command that does not exist).
+    """
+    program = Path(argv[0]) if argv else Path("surfbench")
+    if program.name == "surfbench" or program.parent.name == "surfbench":  # the console script, python -m surfbench
+        return shlex.join(["surfbench", *argv[1:]])
+    with contextlib.suppress(ValueError):
+        program = program.resolve().relative_to(Path.cwd().resolve())
+    return shlex.join(["python", program.as_posix(), *argv[1:]])
 
 
 def migrate_run(root: Path) -> int:
