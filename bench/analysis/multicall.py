@@ -40,7 +40,8 @@ def multicall_rows(frame: pd.DataFrame, baseline: str) -> list[MultiCallRow]:
     multi = frame[frame["expected_calls"] >= 2]
     if multi.empty:
         return []
-    per_task = multi.groupby(["model", "surface", "task_id"], sort=False)["round_trips"].mean()
+    # sorted: .loc on a partial key of an unsorted MultiIndex warns (PerformanceWarning) in every report
+    per_task = multi.groupby(["model", "surface", "task_id"])["round_trips"].mean()
     rows = []
     for (model, surface), group in multi.groupby(["model", "surface"], sort=False):
         ratio = None
