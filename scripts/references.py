@@ -13,7 +13,7 @@ A generated block sits between two comments in a page; everything else on the pa
     <!-- surfbench:end -->
 
     <!-- surfbench:generated cells runs=A,B columns=surface|first-try args [95% CI]|success baseline=full -->
-    (the report's "Surfaces x models" table over the runs, those columns, in that order)
+    (the report's "Surfaces x models" table over the runs, those columns, in that order; surfaces=S,T keeps those)
     <!-- surfbench:end -->
 
     <!-- surfbench:generated gate criteria=configs/gate/dsh.yaml runs=A,B -->
@@ -217,6 +217,12 @@ def cells(params: Mapping[str, str], where: str) -> str:
     if missing:
         raise SystemExit(f"references: {where}: no column {missing} in the cells table; it has: {' | '.join(head)}")
     keep = [head.index(c) for c in wanted]
+    if params.get("surfaces"):  # a page comparing some surfaces of wider runs (code mode against full, preselect)
+        surfaces = params["surfaces"].split(",")
+        unknown = sorted(set(surfaces) - {row[head.index("surface")] for row in rows})
+        if unknown:
+            raise SystemExit(f"references: {where}: surfaces={params['surfaces']}: no cell of {unknown} in the runs")
+        rows = [row for row in rows if row[head.index("surface")] in surfaces]
     return markdown_table(wanted, [[row[i] for i in keep] for row in rows]) + "\n"
 
 

@@ -67,6 +67,18 @@ def test_an_unknown_column_names_the_columns_there_are(script):
         module.cmd_pages(check=True)
 
 
+def test_surfaces_keeps_those_cells_in_the_runs_order_and_names_one_the_runs_lack(script):
+    module, page = script
+    cut = 'columns="surface|episodes" surfaces=preselect,full'
+    page.write_text(PAGE.replace('columns="surface|episodes|success"', cut))
+    assert module.cmd_pages(check=False) == 0
+    table = page.read_text().split("surfaces=preselect,full -->\n")[1].split("<!--")[0].splitlines()
+    assert table[2:] == ["| full | 45 |", "| preselect | 45 |"], table  # the report's order, not the parameter's
+    page.write_text(PAGE.replace('columns="surface|episodes|success"', 'columns="surface" surfaces=full,code'))
+    with pytest.raises(SystemExit, match=r"surfaces=full,code: no cell of \['code'\] in the runs"):
+        module.cmd_pages(check=True)
+
+
 def test_every_results_page_and_the_readme_match_their_run_folders():
     module = load_script("references")
     assert module.cmd_pages(check=True) == 0, "a page drifted from its runs: python scripts/references.py pages"
