@@ -255,7 +255,8 @@ def decisions(params: Mapping[str, str], where: str) -> str:
 def compare(params: Mapping[str, str], where: str) -> str:
     """Old against new, surface by surface: the ``columns`` of the cells table of run ``old`` and run ``new``
     side by side (the changed-verdicts tables: the same tasks on another engine). Runs of more than one model are
-    compared model by model (a ``model`` column first); a cell is its suite, mode, surface (and model)."""
+    compared model by model (a ``model`` column first), runs of more than one suite suite by suite (a ``suite``
+    column); a cell is its suite, mode, surface (and model)."""
     from surfbench.bench.base.markdown import markdown_table
     from surfbench.bench.report.report_data import cell_head, cell_table
 
@@ -285,8 +286,15 @@ def compare(params: Mapping[str, str], where: str) -> str:
         raise SystemExit(f"references: {where}: no column {missing} in both runs' cells tables")
     label = {"old": params.get("old_label", "old"), "new": params.get("new_label", "new")}
     keys = [*sides[0], *(k for k in sides[1] if k not in sides[0])]
-    head = [*(["model"] if models else []), "surface", *(f"{c}, {label[s]}" for c in wanted for s in ("old", "new"))]
-    rows = [[*([key[1]] if models else []), key[-1], *(side.get(key, {}).get(c, "-") for c in wanted for side in sides)]
+    suites = len({key[0] for key in keys}) > 1  # BFCL: a suite per category, every cell on `full`
+    head = [
+        *(["suite"] if suites else []),
+        *(["model"] if models else []),
+        "surface",
+        *(f"{c}, {label[s]}" for c in wanted for s in ("old", "new")),
+    ]
+    rows = [[*([key[0]] if suites else []), *([key[1]] if models else []), key[-1],
+             *(side.get(key, {}).get(c, "-") for c in wanted for side in sides)]
             for key in keys]  # fmt: skip
     return markdown_table(head, rows) + "\n"
 

@@ -79,6 +79,17 @@ def test_surfaces_keeps_those_cells_in_the_runs_order_and_names_one_the_runs_lac
         module.cmd_pages(check=True)
 
 
+def test_compare_over_runs_of_several_suites_names_the_suite_of_each_row(script):
+    module, page = script
+    bfcl = "results/reference/llama-cpp-python/bfcl-dev-qwen0.5b"  # a suite per BFCL category, all on `full`
+    block = f'<!-- surfbench:generated compare old={bfcl} new={bfcl} columns="success" -->'
+    page.write_text(block + "\n<!-- surfbench:end -->\n")
+    assert module.cmd_pages(check=False) == 0
+    table = page.read_text().splitlines()[1:-1]
+    assert table[0] == "| suite | surface | success, old | success, new |"
+    assert "| bfcl:simple_python | full | 73% | 73% |" in table and len(table) == 2 + 7, table
+
+
 def test_every_results_page_and_the_readme_match_their_run_folders():
     module = load_script("references")
     assert module.cmd_pages(check=True) == 0, "a page drifted from its runs: python scripts/references.py pages"
