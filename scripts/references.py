@@ -218,11 +218,11 @@ def cells(params: Mapping[str, str], where: str) -> str:
         raise SystemExit(f"references: {where}: no column {missing} in the cells table; it has: {' | '.join(head)}")
     keep = [head.index(c) for c in wanted]
     if params.get("surfaces"):  # a page comparing some surfaces of wider runs (code mode against full, preselect)
-        surfaces = params["surfaces"].split(",")
-        unknown = sorted(set(surfaces) - {row[head.index("surface")] for row in rows})
+        surfaces, at = params["surfaces"].split(","), head.index("surface")
+        unknown = sorted(set(surfaces) - {row[at] for row in rows})
         if unknown:
             raise SystemExit(f"references: {where}: surfaces={params['surfaces']}: no cell of {unknown} in the runs")
-        rows = [row for row in rows if row[head.index("surface")] in surfaces]
+        rows = [row for row in rows if row[at] in surfaces]
     return markdown_table(wanted, [[row[i] for i in keep] for row in rows]) + "\n"
 
 

@@ -363,7 +363,7 @@ def typed_command(argv: Sequence[str]) -> str:
     a command that does not exist).
     """
     program = Path(argv[0]) if argv else Path("surfbench")
-    if program.name == "surfbench" or program.parent.name == "surfbench":  # the console script, python -m surfbench
+    if program.name == "surfbench" or program.parts[-2:] == ("surfbench", "__main__.py"):  # python -m surfbench
         return shlex.join(["surfbench", *argv[1:]])
     with contextlib.suppress(ValueError):
         program = program.resolve().relative_to(Path.cwd().resolve())

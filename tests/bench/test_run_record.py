@@ -38,3 +38,4 @@ def test_run_json_records_the_command_a_user_can_type_again(tmp_path, monkeypatc
     script = tmp_path / "scripts" / "synth_proxy.py"
     assert typed_command([str(script), "--hand", "results/x"]) == "python scripts/synth_proxy.py --hand results/x"
     assert typed_command(["/elsewhere/mine.py"]) == "python /elsewhere/mine.py"
+    assert typed_command(["/home/u/surfbench/mine.py"]) == "python /home/u/surfbench/mine.py"  # a checkout's script
