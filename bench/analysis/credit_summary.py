@@ -3,9 +3,9 @@
 ``call_share``, ``state_share`` and ``efficiency`` are means over the cell's episodes where the column has a value
 (a task without expected calls has no call share; only a successful episode has an efficiency), each with a 95%
 bootstrap interval of the mean (scipy.stats.bootstrap, BCa, 9,999 resamples, seed 0; the percentile interval where
-BCa is undefined): it lies within the values' own range, so within [0, 1] for these bounded columns, where a Student
-t interval on a handful of values did not (54% [4%, 104%] on a reference run); no interval for fewer than two
-values, and the value itself when every value is the same. ``policy_denials`` is the mean
+BCa is undefined): it lies within the values' own range (within [0, 1] for the shares; an efficiency may pass 1),
+where a Student t interval on a handful of values did not (54% [4%, 104%] on a reference run); no interval for
+fewer than two values, and the value itself when every value is the same. ``policy_denials`` is the mean
 per episode of calls the policy kept from the backend, ``policy_recovered`` the share of the episodes with such a
 call that still succeeded; both None for a cell that ran without a policy (or was recorded before records v3).
 """
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 SHARES = ("call_share", "state_share")
-"""Means of per-episode shares (an efficiency is in [0, 1] too)."""
+"""Means of per-episode shares, in [0, 1] (an efficiency is a ratio that may pass 1: bench.score.credit)."""
 BOOTSTRAP_RESAMPLES = 9999
 
 
@@ -40,8 +40,8 @@ def _values(rows: Iterable[Mapping[str, object]], column: str) -> list[float]:
 def mean_interval(values: list[float], share: bool = False) -> tuple[float | None, float | None, float | None]:
     """(mean, low, high): the 95% bootstrap interval of the mean (see the module docstring); Nones without values.
 
-    ``share`` is kept for callers: every column here is a share or an efficiency, both in [0, 1], and a bootstrap
-    interval lies within the values' own range, so nothing is cut.
+    ``share`` is kept for callers: a bootstrap interval lies within the values' own range, so nothing is cut,
+    for a share or for an efficiency (which may pass 1).
     """
     n = len(values)
     if not n:

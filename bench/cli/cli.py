@@ -169,8 +169,33 @@ def _migrate(args: argparse.Namespace) -> int:
 
     for run in args.runs:
         read_run_info(Path(run))  # a run folder, or one clear error
-        print(f"{run}: {migrate_run(Path(run))} part file(s) rewritten in today's table schemas")
+        rewritten = migrate_run(Path(run), dry_run=args.dry_run)
+        would = "would be " if args.dry_run else ""
+        print(f"{run}: {rewritten} part file(s) {would}rewritten in today's table schemas")
+        if args.credit:
+            _migrate_credit(Path(run), args.dry_run)
     return 0
+
+
+def _migrate_credit(run: Path, dry_run: bool) -> None:
+    """Recompute the run's credit columns (bench/analysis/recredit.py) and write the ones that changed."""
+    from collections import Counter
+
+    from surfbench.bench.analysis.recredit import recredit
+    from surfbench.bench.store.results import rewrite_episode_values
+
+    found = recredit(run)
+    columns = Counter(name for change in found.changes.values() for name in change)
+    said = ", ".join(f"{name} {n}" for name, n in sorted(columns.items())) or "none"
+    print(f"{run}: credit of {len(found.changes)} of {found.episodes} episode(s) differs from today's ({said})")
+    for why in found.skipped[:10]:
+        print(f"  left as recorded: {why}")
+    if len(found.skipped) > 10:
+        print(f"  ... and {len(found.skipped) - 10} more episode(s) left as recorded")
+    if dry_run:
+        print(f"{run}: nothing written (--dry-run)")
+    elif found.changes:
+        print(f"{run}: {rewrite_episode_values(run, found.changes)} episodes part file(s) rewritten")
 
 
 def _prune(args: argparse.Namespace) -> int:
@@ -308,6 +333,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("migrate", help="rewrite an older run's parquet parts in today's table schemas")
     p.add_argument("runs", nargs="+", help="run folders")
+    p.add_argument(
+        "--credit",
+        action="store_true",
+        help="also recompute the episodes' partial and efficient credit (call_share, efficiency, ...) with today's "
+        "definitions, by replaying the recorded calls (no model); episodes whose replay differs are left as recorded",
+    )
+    p.add_argument("--dry-run", action="store_true", help="say what would change, write nothing")
     p.set_defaults(func=_migrate)
 
     p = sub.add_parser("prune", help="delete a run's episodes of an older cell identity (edited task or config)")

@@ -54,7 +54,9 @@ def episode_rows(
     state = trace.state if isinstance(trace.state, dict) else {}
     usage = state.get("usage") or trace.usage  # a sandboxed backend's peaks (tasks/workspace), or its programs'
     tally = instance_tally(task, trace.calls, cell.surface_for(task).catalog)  # bench.suites.instances
-    credit = episode_credit(task, trace, score.success, policed=cell.policy is not None)  # bench.score.credit
+    credit = episode_credit(  # bench.score.credit; the suite's step budget caps the fewest round trips
+        task, trace, score.success, policed=cell.policy is not None, budget=(cell.suite.max_steps, cell.suite.steps_per)
+    )
     episode = EpisodeRow(
         episode_key=key,
         run=run,

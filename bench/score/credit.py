@@ -13,7 +13,9 @@ unchanged. Per episode:
 - ``min_round_trips``: the fewest model calls the task can take, from its expected calls: one per user turn for
   the answer, plus one per expected call when the task is ordered (each may need the result of the one before), or
   one per user turn that has expected calls when its order is ``any`` (they can go out together; calls with no
-  ``turn`` count as one more group).
+  ``turn`` count as one more group); at most the suite's ``max_steps`` (per episode, or per user turn where the
+  suite counts steps per turn): a suite of one model call per episode (BFCL's single-turn categories) ends at the
+  call and asks for no answer, so its least is 1, not 2.
 - ``efficiency``: ``min_round_trips`` over the round trips the episode took, for a successful episode (None
   otherwise). Above 1 when a surface did several dependent calls in one round trip (code mode's programs).
 - ``policy_denials``: calls the operation policy kept from the backend (error type ``policy_denied``, or
@@ -70,18 +72,38 @@ def states_holding(task: Task, trace: EpisodeTrace) -> int:
     return holding
 
 
-def min_round_trips(task: Task) -> int:
-    """The fewest model calls ``task`` can take (see the module docstring)."""
-    answers = len(task.turns)
-    if task.order == "any":
-        return answers + len({exp.turn for exp in task.expected})
-    return answers + len(task.expected)
+def min_round_trips(task: Task, max_steps: int | None = None, steps_per: str = "episode") -> int:
+    """The fewest model calls ``task`` can take (see the module docstring), within the suite's step budget.
+
+    ``max_steps`` and ``steps_per`` are the suite's: a budget caps the count (a suite of one model call per episode,
+    BFCL's single-turn categories, has no answer round trip after its call); per ``turn``, each user turn's count is
+    capped, the calls without a turn counted with the first turn.
+    """
+    per_turn = [1] * len(task.turns) or [0]  # the answer to each user turn
+    groups: list[set[int | None]] = [set() for _ in per_turn]
+    for exp in task.expected:
+        index = min(exp.turn or 0, len(per_turn) - 1)
+        if task.order == "any":
+            groups[index].add(exp.turn)  # the calls of a turn go out together; no turn: one more group
+        else:
+            per_turn[index] += 1  # each may need the result of the one before
+    per_turn = [n + len(g) for n, g in zip(per_turn, groups, strict=True)]
+    if max_steps is None:
+        return sum(per_turn)
+    if steps_per == "turn":
+        return sum(min(n, max_steps) for n in per_turn)
+    return min(sum(per_turn), max_steps)
 
 
-def episode_credit(task: Task, trace: EpisodeTrace, success: bool, policed: bool = False) -> Credit:
-    """The episode's credit; ``policed``: the cell ran under an operation policy (else the policy counts are None)."""
+def episode_credit(
+    task: Task, trace: EpisodeTrace, success: bool, policed: bool = False, budget: tuple[int | None, str] = (None, "")
+) -> Credit:
+    """The episode's credit; ``policed``: the cell ran under an operation policy (else the policy counts are None).
+
+    ``budget``: the suite's ``(max_steps, steps_per)``, which caps ``min_round_trips`` (:func:`min_round_trips`).
+    """
     executed = [c for c in trace.calls if c.kind == "operation" and c.backend_ok]
-    least = min_round_trips(task)
+    least = min_round_trips(task, *budget)
     taken = len(trace.steps)
     credit = Credit(
         call_share=calls_matched(task, executed) / len(task.expected) if task.expected else None,

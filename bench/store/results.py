@@ -370,11 +370,11 @@ def typed_command(argv: Sequence[str]) -> str:
     return shlex.join(["python", program.as_posix(), *argv[1:]])
 
 
-def migrate_run(root: Path) -> int:
+def migrate_run(root: Path, dry_run: bool = False) -> int:
     """Rewrite a run's parts written with older column types in today's schemas; return how many changed.
 
     Each part is rewritten atomically; nothing is dropped (a column the schema does not know is an
-    error, and the part stays as it was).
+    error, and the part stays as it was). ``dry_run``: count the parts that would be rewritten, write nothing.
     """
     import pyarrow.parquet as pq
 
@@ -388,9 +388,47 @@ def migrate_run(root: Path) -> int:
             if pq.read_schema(part).remove_metadata().equals(SCHEMAS[table]):
                 continue
             data = conform(table, pq.read_table(part))
+            if dry_run:
+                changed += 1
+                continue
             _atomic_write_bytes(part, lambda tmp, d=data: pq.write_table(d, tmp))
             changed += 1
     return changed
+
+
+def rewrite_episode_values(root: Path, changes: Mapping[str, Mapping[str, object]]) -> int:
+    """Set ``changes[episode_key][column]`` in a run's episodes table; return how many part files were rewritten.
+
+    For a recomputed column (``surfbench migrate --credit``). Each part is rewritten whole and atomically, in
+    today's schema; rows and columns not named are kept as they are.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from surfbench.bench.store.schema import SCHEMAS, conform
+
+    path = root / "episodes.parquet"
+    parts = table_parts(path) if path.is_dir() else ([path] if path.is_file() else [])
+    rewritten = 0
+    for part in parts:
+        data = conform("episodes", pq.read_table(part))
+        keys = data.column("episode_key").to_pylist()
+        if not any(k in changes for k in keys):
+            continue
+        columns = {}
+        for name in {c for k in keys if k in changes for c in changes[k]}:
+            values = data.column(name).to_pylist()
+            columns[name] = [
+                changes[k][name] if name in changes.get(k, {}) else v for k, v in zip(keys, values, strict=True)
+            ]
+        arrays = [
+            pa.array(columns[f.name], type=f.type) if f.name in columns else data.column(f.name)
+            for f in SCHEMAS["episodes"]
+        ]
+        table = pa.Table.from_arrays(arrays, schema=SCHEMAS["episodes"])
+        _atomic_write_bytes(part, lambda tmp, d=table: pq.write_table(d, tmp))
+        rewritten += 1
+    return rewritten
 
 
 def _text_as_objects(frame: pd.DataFrame) -> pd.DataFrame:
