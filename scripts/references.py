@@ -21,7 +21,8 @@ A generated block sits between two comments in a page; everything else on the pa
     <!-- surfbench:end -->
 
 Other kinds: ``decisions`` (a gate's decision lines), ``compare old=A new=B columns=...`` (two runs' cells side
-by side), ``twins runs=TWINS hand=HAND`` (synthesized twins against their hand-written tasks, scripts/synth_proxy.py).
+by side), ``paired runs=A baseline=S columns=...`` (the report's paired table: each candidate against surface S),
+``twins runs=TWINS hand=HAND`` (synthesized twins against their hand-written tasks, scripts/synth_proxy.py).
 
 The reports and gates are computed from the run folders here (bench.report), never read from a report.md that
 may be older than its runs. ``tests/test_reference_pages.py`` runs ``pages --check``.
@@ -226,6 +227,26 @@ def cells(params: Mapping[str, str], where: str) -> str:
     return markdown_table(wanted, [[row[i] for i in keep] for row in rows]) + "\n"
 
 
+def paired(params: Mapping[str, str], where: str) -> str:
+    """The report's paired table (each candidate surface against ``baseline``, model by model), cut to ``columns``."""
+    from surfbench.bench.base.markdown import markdown_table
+    from surfbench.bench.report.report_data import PAIRED_HEAD, paired_table
+
+    if not params.get("baseline"):
+        raise SystemExit(f"references: {where}: a paired block needs baseline=SURFACE")
+    rows = paired_table(_collected(tuple(_runs(params, where)), params["baseline"]))
+    if not rows:
+        raise SystemExit(f"references: {where}: no pair against baseline={params['baseline']} in the runs")
+    wanted = params.get("columns", "").split("|") if params.get("columns") else PAIRED_HEAD
+    missing = [c for c in wanted if c not in PAIRED_HEAD]
+    if missing:
+        raise SystemExit(
+            f"references: {where}: no column {missing} in the paired table; it has: {' | '.join(PAIRED_HEAD)}"
+        )
+    keep = [PAIRED_HEAD.index(c) for c in wanted]
+    return markdown_table(wanted, [[row[i] for i in keep] for row in rows]) + "\n"
+
+
 def gate(params: Mapping[str, str], where: str) -> str:
     """The gate's decisions over the runs, as `surfbench gate` prints them (sequentially with sequential=true)."""
     criteria = ROOT / params.get("criteria", "")
@@ -321,8 +342,8 @@ def twins(params: Mapping[str, str], where: str) -> str:
 
 
 KINDS: dict[str, Callable[[Mapping[str, str], str], str]] = {
-    "provenance": provenance, "cells": cells, "gate": gate, "decisions": decisions, "compare": compare,
-    "twins": twins,
+    "provenance": provenance, "cells": cells, "paired": paired, "gate": gate, "decisions": decisions,
+    "compare": compare, "twins": twins,
 }  # fmt: skip
 
 

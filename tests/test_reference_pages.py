@@ -104,3 +104,16 @@ def test_run_refuses_to_resume_into_a_folder_of_the_old_engine_before_any_model_
     with pytest.raises(SystemExit, match=r"holds runs on llama-cpp-python; .*git mv results/reference/forge-dev"):
         module.cmd_run([])
     assert module.other_engine(ROOT / RUN) is None  # the default engine's folder resumes
+
+
+def test_a_paired_block_gives_each_candidate_against_its_baseline_and_needs_a_baseline(script):
+    module, page = script
+    block = f'<!-- surfbench:generated paired runs={RUN} baseline=full columns="candidate|vs|pairs|McNemar p" -->'
+    page.write_text(f"# A page\n\n{block}\n<!-- surfbench:end -->\n")
+    assert module.cmd_pages(check=False) == 0
+    table = page.read_text().split("-->\n")[1].split("<!--")[0].splitlines()
+    assert table[0] == "| candidate | vs | pairs | McNemar p |"
+    assert len(table) == 2 + 7 and all("| full | 45 |" in row for row in table[2:]), table  # 7 surfaces against full
+    page.write_text(f"# A page\n\n{block.replace(' baseline=full', '')}\n<!-- surfbench:end -->\n")
+    with pytest.raises(SystemExit, match="a paired block needs baseline=SURFACE"):
+        module.cmd_pages(check=True)
