@@ -164,8 +164,8 @@ COMMITTED_GATES = {
         ["forge-dev-qwen0.5b", f"{_LEGACY}code-dev-qwen0.5b",
          f"{_LEGACY}forge-dev-qwen1.5b", f"{_LEGACY}code-dev-qwen1.5b"]),
     "report-forge-dev-two-sizes/gate-dsh.txt": ("dsh.yaml", ["forge-dev-qwen0.5b", f"{_LEGACY}forge-dev-qwen1.5b"]),
-    "workspace-all/report/gate-four-tools.txt": ("four-tools.yaml", ["workspace-all"]),
-    "workspace-all/report/gate-ollie-split.txt": ("ollie-split.yaml", ["workspace-all"]),
+    f"{_LEGACY}workspace-all/report/gate-four-tools.txt": ("four-tools.yaml", [f"{_LEGACY}workspace-all"]),
+    f"{_LEGACY}workspace-all/report/gate-ollie-split.txt": ("ollie-split.yaml", [f"{_LEGACY}workspace-all"]),
 }  # fmt: skip
 """Every committed gate output: its criteria file and runs (a sequential criteria file is judged sequentially)."""
 
