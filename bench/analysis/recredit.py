@@ -2,7 +2,7 @@
 
 The credit columns of the episodes table (``call_share``, ``state_share``, ``min_round_trips``, ``efficiency``
 and the policy counts; :mod:`surfbench.bench.score.credit`) are computed when an episode is recorded. When their
-definition changes (2026-12-07: ``min_round_trips`` is capped by the suite's step budget, so a BFCL single-turn
+definition changes (2026-12-06: ``min_round_trips`` is capped by the suite's step budget, so a BFCL single-turn
 episode solved in its one call has efficiency 1, not 2), a recorded run keeps the old values; this recomputes them
 from the recorded steps and calls, replayed on a fresh backend (:mod:`surfbench.bench.analysis.replay`).
 
