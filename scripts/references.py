@@ -207,29 +207,23 @@ def _collected(runs: tuple[Path, ...], baseline: str | None) -> Any:
 
 def cells(params: Mapping[str, str], where: str) -> str:
     """The report's cells table over the runs, cut to ``columns`` (``|``-separated heads), in that order."""
-    from surfbench.bench.base.markdown import markdown_table
     from surfbench.bench.report.report_data import cell_head, cell_table
 
     data = _collected(tuple(_runs(params, where)), params.get("baseline"))
     head = cell_head(data)
     rows = cell_table(data, optional=True)
     wanted = params.get("columns", "").split("|") if params.get("columns") else head
-    missing = [c for c in wanted if c not in head]
-    if missing:
-        raise SystemExit(f"references: {where}: no column {missing} in the cells table; it has: {' | '.join(head)}")
-    keep = [head.index(c) for c in wanted]
     if params.get("surfaces"):  # a page comparing some surfaces of wider runs (code mode against full, preselect)
         surfaces, at = params["surfaces"].split(","), head.index("surface")
         unknown = sorted(set(surfaces) - {row[at] for row in rows})
         if unknown:
             raise SystemExit(f"references: {where}: surfaces={params['surfaces']}: no cell of {unknown} in the runs")
         rows = [row for row in rows if row[at] in surfaces]
-    return markdown_table(wanted, [[row[i] for i in keep] for row in rows]) + "\n"
+    return _columns(head, rows, wanted, where, "the cells table")
 
 
 def paired(params: Mapping[str, str], where: str) -> str:
     """The report's paired table (each candidate surface against ``baseline``, model by model), cut to ``columns``."""
-    from surfbench.bench.base.markdown import markdown_table
     from surfbench.bench.report.report_data import PAIRED_HEAD, paired_table
 
     if not params.get("baseline"):
@@ -238,12 +232,17 @@ def paired(params: Mapping[str, str], where: str) -> str:
     if not rows:
         raise SystemExit(f"references: {where}: no pair against baseline={params['baseline']} in the runs")
     wanted = params.get("columns", "").split("|") if params.get("columns") else PAIRED_HEAD
-    missing = [c for c in wanted if c not in PAIRED_HEAD]
+    return _columns(PAIRED_HEAD, rows, wanted, where, "the paired table")
+
+
+def _columns(head: list[str], rows: list[list[str]], wanted: list[str], where: str, table: str) -> str:
+    """``rows`` (under ``head``) cut to the ``wanted`` columns, in that order, as markdown; a missing one named."""
+    from surfbench.bench.base.markdown import markdown_table
+
+    missing = [c for c in wanted if c not in head]
     if missing:
-        raise SystemExit(
-            f"references: {where}: no column {missing} in the paired table; it has: {' | '.join(PAIRED_HEAD)}"
-        )
-    keep = [PAIRED_HEAD.index(c) for c in wanted]
+        raise SystemExit(f"references: {where}: no column {missing} in {table}; it has: {' | '.join(head)}")
+    keep = [head.index(c) for c in wanted]
     return markdown_table(wanted, [[row[i] for i in keep] for row in rows]) + "\n"
 
 

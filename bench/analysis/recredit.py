@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from surfbench.bench.analysis.replay import Suites, load_episodes, rescore, self_check
+from surfbench.bench.analysis.replay import Suites, load_episodes, rescore, same_value, self_check
 from surfbench.bench.score.credit import episode_credit
 
 CREDIT_COLUMNS = (
@@ -33,14 +33,6 @@ class Recredit:
     """New values by episode key, only the columns that differ from the recorded ones."""
     skipped: list[str] = field(default_factory=list)
     """Episodes left as they were, each with why."""
-
-
-def _same(got: object, want: object) -> bool:
-    if got is None or want is None:
-        return got is None and want is None
-    if isinstance(got, bool) or isinstance(want, bool):
-        return bool(got) == bool(want)
-    return abs(float(got) - float(want)) < 1e-9  # type: ignore[arg-type]
 
 
 def recredit(run: str | Path) -> Recredit:
@@ -65,7 +57,7 @@ def recredit(run: str | Path) -> Recredit:
             task, whole.trace, bool(row.get("success")), policed=policed, budget=(suite.max_steps, suite.steps_per)
         )
         new = {name: getattr(credit, name) for name in CREDIT_COLUMNS}
-        changed = {k: v for k, v in new.items() if not _same(v, row.get(k))}
+        changed = {k: v for k, v in new.items() if not same_value(v, row.get(k))}
         if changed:
             out.changes[episode.key] = changed
     return out

@@ -229,7 +229,7 @@ def recorded_value(row: Mapping[str, Any], name: str) -> Any:
     return value
 
 
-def _same(got: object, want: object) -> bool:
+def same_value(got: object, want: object) -> bool:
     """Equal, counting an int column read back as floats (it had gaps) as ints."""
     if isinstance(want, float) and not isinstance(got, float) and want.is_integer():
         want = int(want)
@@ -241,7 +241,7 @@ def self_check(episode: RecordedEpisode, whole: Rescored) -> list[str]:
     return [
         name
         for name in SELF_CHECK_FIELDS
-        if name in episode.row and not _same(score_value(whole.score, name), recorded_value(episode.row, name))
+        if name in episode.row and not same_value(score_value(whole.score, name), recorded_value(episode.row, name))
     ]
 
 

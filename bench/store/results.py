@@ -370,6 +370,12 @@ def typed_command(argv: Sequence[str]) -> str:
     return shlex.join(["python", program.as_posix(), *argv[1:]])
 
 
+def _table_files(root: Path, table: str) -> list[Path]:
+    """The parquet files of a run's ``table``: its parts, or the one file an older run wrote."""
+    path = root / f"{table}.parquet"
+    return table_parts(path) if path.is_dir() else ([path] if path.is_file() else [])
+
+
 def migrate_run(root: Path, dry_run: bool = False) -> int:
     """Rewrite a run's parts written with older column types in today's schemas; return how many changed.
 
@@ -382,16 +388,12 @@ def migrate_run(root: Path, dry_run: bool = False) -> int:
 
     changed = 0
     for table in TABLES:
-        path = root / f"{table}.parquet"
-        parts = table_parts(path) if path.is_dir() else ([path] if path.is_file() else [])
-        for part in parts:
+        for part in _table_files(root, table):
             if pq.read_schema(part).remove_metadata().equals(SCHEMAS[table]):
                 continue
-            data = conform(table, pq.read_table(part))
-            if dry_run:
-                changed += 1
-                continue
-            _atomic_write_bytes(part, lambda tmp, d=data: pq.write_table(d, tmp))
+            data = conform(table, pq.read_table(part))  # an unknown column raises, dry run or not
+            if not dry_run:
+                _atomic_write_bytes(part, lambda tmp, d=data: pq.write_table(d, tmp))
             changed += 1
     return changed
 
@@ -407,10 +409,8 @@ def rewrite_episode_values(root: Path, changes: Mapping[str, Mapping[str, object
 
     from surfbench.bench.store.schema import SCHEMAS, conform
 
-    path = root / "episodes.parquet"
-    parts = table_parts(path) if path.is_dir() else ([path] if path.is_file() else [])
     rewritten = 0
-    for part in parts:
+    for part in _table_files(root, "episodes"):
         data = conform("episodes", pq.read_table(part))
         keys = data.column("episode_key").to_pylist()
         if not any(k in changes for k in keys):
