@@ -22,7 +22,8 @@ A generated block sits between two comments in a page; everything else on the pa
 
 Other kinds: ``decisions`` (a gate's decision lines), ``compare old=A new=B columns=...`` (two runs' cells side
 by side), ``paired runs=A baseline=S columns=...`` (the report's paired table: each candidate against surface S),
-``twins runs=TWINS hand=HAND`` (synthesized twins against their hand-written tasks, scripts/synth_proxy.py).
+``twins runs=TWINS hand=HAND`` (synthesized twins against their hand-written tasks, scripts/synth_proxy.py),
+``workspace runs=A`` (the workspace page's failure-mode table, scripts/workspace_table.py).
 
 The reports and gates are computed from the run folders here (bench.report), never read from a report.md that
 may be older than its runs. ``tests/test_reference_pages.py`` runs ``pages --check``.
@@ -340,9 +341,25 @@ def twins(params: Mapping[str, str], where: str) -> str:
     )
 
 
+def workspace(params: Mapping[str, str], where: str) -> str:
+    """The workspace page's table (scripts/workspace_table.py): per model and surface, success, cost and each
+    failure mode's rate, then the calls to tools a surface lacks, over one run ``runs``."""
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))
+    import workspace_table
+
+    runs = _runs(params, where)
+    if len(runs) != 1:
+        raise SystemExit(f"references: {where}: a workspace block needs one run")
+    try:
+        return workspace_table.table(runs[0]).replace(str(ROOT) + "/", "")
+    except ValueError as exc:
+        raise SystemExit(f"references: {where}: {exc}") from None
+
+
 KINDS: dict[str, Callable[[Mapping[str, str], str], str]] = {
     "provenance": provenance, "cells": cells, "paired": paired, "gate": gate, "decisions": decisions,
-    "compare": compare, "twins": twins,
+    "compare": compare, "twins": twins, "workspace": workspace,
 }  # fmt: skip
 
 

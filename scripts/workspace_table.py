@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from surfbench.bench.base.markdown import markdown_table  # noqa: E402
 from surfbench.bench.base.taxonomy import ErrorType  # noqa: E402
 from surfbench.bench.store.results import load_runs  # noqa: E402
 from surfbench.tasks.workspace.backend import named_tools  # noqa: E402
@@ -28,19 +29,16 @@ MODES = [
 ]  # fmt: skip
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run", help="a workspace result folder")
-    args = parser.parse_args()
-    if not (Path(args.run) / "run.json").is_file():
-        print(f"workspace_table: {args.run}: not a surfbench run folder (no run.json)", file=sys.stderr)
-        return 2
-    episodes = load_runs([args.run])
-    calls = load_runs([args.run], table="calls")
+def table(run: str | Path) -> str:
+    """The page's table over a workspace run folder, then the count of calls to tools a surface lacks (markdown)."""
+    episodes = load_runs([run])
+    calls = load_runs([run], table="calls")
     episodes = episodes[episodes["suite"] == "workspace"]
+    if not len(episodes):
+        raise ValueError(f"{run}: no workspace episode")
     head = ["model", "surface", "episodes", "success", "round trips", "prompt tok/step", "tool block B"]
     head += [*MODES, "schema-invalid calls/ep"]
-    print("| " + " | ".join(head) + " |\n" + "|---" * len(head) + "|")
+    rows: list[list[str]] = []
     for model in sorted(set(episodes["model"])):
         for surface in SURFACES:
             g = episodes[(episodes["model"] == model) & (episodes["surface"] == surface)]
@@ -51,25 +49,39 @@ def main() -> int:
             mine = calls[calls["episode_key"].isin(g["episode_key"])]
             invalid = (mine["error_type"] == ErrorType.SCHEMA_INVALID).sum() / n
             size = model.replace("qwen2.5-coder-", "").replace("-instruct", "")
-            cells = [
+            rows.append([
                 size, surface, str(n), f"{100 * g['success'].mean():.0f}% ({int(g['success'].sum())})",
                 f"{g['round_trips'].mean():.1f}", f"{g['prompt_tokens_per_step'].mean():,.0f}",
                 f"{g['tool_block_bytes_first'].mean():,.0f}",
                 *(f"{100 * seen.get(m, 0) / n:.0f}%" for m in MODES), f"{invalid:.2f}",
-            ]  # fmt: skip
-            print("| " + " | ".join(cells) + " |")
+            ])  # fmt: skip
     mine = calls[calls["episode_key"].isin(episodes["episode_key"])]
     outside = mine[mine["error_type"] == ErrorType.NOT_EXPOSED]
     scripts = outside["tool"].isin(named_tools())
     real = outside["operation"].notna()  # a canonical operation another surface shows (read_file on bash ...)
     invented = outside[~scripts & ~real]
     top = outside.loc[scripts, "tool"].value_counts().head(3).to_dict()
-    print(
-        f"\ncalls to tools the surface lacks: {len(outside)}; naming a tools/ script: {int(scripts.sum())} {top}; "
+    return (
+        markdown_table(head, rows)
+        + f"\n\ncalls to tools the surface lacks: {len(outside)}; naming a tools/ script: {int(scripts.sum())} {top}; "
         f"naming another surface's operation: {int((real & ~scripts).sum())}; invented: {len(invented)} calls "
-        f"under {invented['tool'].nunique()} names"
+        f"under {invented['tool'].nunique()} names; episodes {len(episodes)}, model time "
+        f"{episodes['latency_s'].sum() / 3600:.2f} h\n"
     )
-    print(f"episodes {len(episodes)}, model time {episodes['latency_s'].sum() / 3600:.2f} h")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run", help="a workspace result folder")
+    args = parser.parse_args()
+    if not (Path(args.run) / "run.json").is_file():
+        print(f"workspace_table: {args.run}: not a surfbench run folder (no run.json)", file=sys.stderr)
+        return 2
+    try:
+        print(table(args.run), end="")
+    except ValueError as exc:
+        print(f"workspace_table: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

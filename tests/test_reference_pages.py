@@ -117,3 +117,17 @@ def test_a_paired_block_gives_each_candidate_against_its_baseline_and_needs_a_ba
     page.write_text(f"# A page\n\n{block.replace(' baseline=full', '')}\n<!-- surfbench:end -->\n")
     with pytest.raises(SystemExit, match="a paired block needs baseline=SURFACE"):
         module.cmd_pages(check=True)
+
+
+def test_a_workspace_block_gives_each_cells_failure_modes_and_the_calls_to_tools_a_surface_lacks(script):
+    module, page = script
+    old = "results/reference/llama-cpp-python/workspace-all"
+    page.write_text(f"<!-- surfbench:generated workspace runs={old} -->\n<!-- surfbench:end -->\n")
+    assert module.cmd_pages(check=False) == 0
+    lines = page.read_text().splitlines()[1:-1]
+    assert lines[0].startswith("| model | surface | episodes | success |") and "not_exposed" in lines[0]
+    assert "| 1.5b | bash | 43 | 14% (6) | 2.6 |" in "\n".join(lines) and len(lines[2:10]) == 8  # 2 sizes x 4
+    assert lines[-1].startswith("calls to tools the surface lacks: 930; naming a tools/ script: 397"), lines[-1]
+    page.write_text(f"<!-- surfbench:generated workspace runs={RUN} -->\n<!-- surfbench:end -->\n")
+    with pytest.raises(SystemExit, match="no workspace episode"):  # a forge run
+        module.cmd_pages(check=True)
