@@ -166,6 +166,8 @@ COMMITTED_GATES = {
     "report-forge-dev-two-sizes/gate-dsh.txt": ("dsh.yaml", ["forge-dev-qwen0.5b", f"{_LEGACY}forge-dev-qwen1.5b"]),
     f"{_LEGACY}workspace-all/report/gate-four-tools.txt": ("four-tools.yaml", [f"{_LEGACY}workspace-all"]),
     f"{_LEGACY}workspace-all/report/gate-ollie-split.txt": ("ollie-split.yaml", [f"{_LEGACY}workspace-all"]),
+    "workspace-all/report/gate-four-tools.txt": ("four-tools.yaml", ["workspace-all"]),
+    "workspace-all/report/gate-ollie-split.txt": ("ollie-split.yaml", ["workspace-all"]),
 }  # fmt: skip
 """Every committed gate output: its criteria file and runs (a sequential criteria file is judged sequentially)."""
 

@@ -118,7 +118,7 @@ REFERENCE = ROOT / "results" / "reference"
 
 def test_a_section_with_nothing_to_show_is_left_out_of_both_renderings():
     """The workspace suite has no expected calls: its per-operation table has no row, so no section at all."""
-    data = collect([REFERENCE / "llama-cpp-python" / "workspace-all"])
+    data = collect([REFERENCE / "workspace-all"])
     md, page = markdown(data, {}), html_page(data, {})
     assert "First-try argument accuracy per operation (hottest first)" not in md_headings(md)
     assert html_headings(page) == md_headings(md)
