@@ -23,7 +23,8 @@ A generated block sits between two comments in a page; everything else on the pa
 Other kinds: ``decisions`` (a gate's decision lines), ``compare old=A new=B columns=...`` (two runs' cells side
 by side), ``paired runs=A baseline=S columns=...`` (the report's paired table: each candidate against surface S),
 ``twins runs=TWINS hand=HAND`` (synthesized twins against their hand-written tasks, scripts/synth_proxy.py),
-``workspace runs=A`` (the workspace page's failure-mode table, scripts/workspace_table.py).
+``workspace runs=A`` (the workspace page's failure-mode table, scripts/workspace_table.py), ``scale runs=A,B
+columns=...`` (the report's catalog-size table: per model, surface and number of operations).
 
 The reports and gates are computed from the run folders here (bench.report), never read from a report.md that
 may be older than its runs. ``tests/test_reference_pages.py`` runs ``pages --check``.
@@ -236,6 +237,20 @@ def paired(params: Mapping[str, str], where: str) -> str:
     return _columns(PAIRED_HEAD, rows, wanted, where, "the paired table")
 
 
+def scale(params: Mapping[str, str], where: str) -> str:
+    """The report's "Catalog size" table over the runs (per model, surface and N; "does not fit" named), cut to
+    ``columns``; ``surfaces=S,T`` keeps those surfaces."""
+    from surfbench.bench.report.scale_figure import SCALE_HEAD, scale_rows
+
+    points = _collected(tuple(_runs(params, where)), None).scale
+    if len({p.operations for p in points}) < 2:
+        raise SystemExit(f"references: {where}: the runs hold one catalog size: a scale block needs two or more")
+    if params.get("surfaces"):
+        points = [p for p in points if p.surface in params["surfaces"].split(",")]
+    wanted = params.get("columns", "").split("|") if params.get("columns") else SCALE_HEAD
+    return _columns(SCALE_HEAD, scale_rows(points), wanted, where, "the catalog-size table")
+
+
 def _columns(head: list[str], rows: list[list[str]], wanted: list[str], where: str, table: str) -> str:
     """``rows`` (under ``head``) cut to the ``wanted`` columns, in that order, as markdown; a missing one named."""
     from surfbench.bench.base.markdown import markdown_table
@@ -359,7 +374,7 @@ def workspace(params: Mapping[str, str], where: str) -> str:
 
 KINDS: dict[str, Callable[[Mapping[str, str], str], str]] = {
     "provenance": provenance, "cells": cells, "paired": paired, "gate": gate, "decisions": decisions,
-    "compare": compare, "twins": twins, "workspace": workspace,
+    "compare": compare, "twins": twins, "workspace": workspace, "scale": scale,
 }  # fmt: skip
 
 

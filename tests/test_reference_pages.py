@@ -131,3 +131,17 @@ def test_a_workspace_block_gives_each_cells_failure_modes_and_the_calls_to_tools
     page.write_text(f"<!-- surfbench:generated workspace runs={RUN} -->\n<!-- surfbench:end -->\n")
     with pytest.raises(SystemExit, match="no workspace episode"):  # a forge run
         module.cmd_pages(check=True)
+
+
+def test_a_scale_block_gives_each_surface_at_each_catalog_size_and_names_what_does_not_fit(script):
+    module, page = script
+    runs = "results/reference/scale-dev-qwen0.5b"  # 0.5B at 96 ... 10,000 operations
+    block = f'<!-- surfbench:generated scale runs={runs} columns="surface|operations (N)|first-try args [95% CI]" '
+    page.write_text(block + 'surfaces=full,preselect -->\n<!-- surfbench:end -->\n')
+    assert module.cmd_pages(check=False) == 0
+    table = page.read_text().splitlines()[1:-1]
+    assert table[0] == "| surface | operations (N) | first-try args [95% CI] |" and len(table) == 2 + 2 * 5, table
+    assert "| full | 256 | does not fit |" in table and "| preselect | 10,000 | 4% [1%, 14%] |" in table, table
+    page.write_text(f"<!-- surfbench:generated scale runs={RUN} -->\n<!-- surfbench:end -->\n")
+    with pytest.raises(SystemExit, match="the runs hold one catalog size"):
+        module.cmd_pages(check=True)
