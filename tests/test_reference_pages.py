@@ -137,7 +137,7 @@ def test_a_scale_block_gives_each_surface_at_each_catalog_size_and_names_what_do
     module, page = script
     runs = "results/reference/scale-dev-qwen0.5b"  # 0.5B at 96 ... 10,000 operations
     block = f'<!-- surfbench:generated scale runs={runs} columns="surface|operations (N)|first-try args [95% CI]" '
-    page.write_text(block + 'surfaces=full,preselect -->\n<!-- surfbench:end -->\n')
+    page.write_text(block + "surfaces=full,preselect -->\n<!-- surfbench:end -->\n")
     assert module.cmd_pages(check=False) == 0
     table = page.read_text().splitlines()[1:-1]
     assert table[0] == "| surface | operations (N) | first-try args [95% CI] |" and len(table) == 2 + 2 * 5, table
