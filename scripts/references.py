@@ -216,10 +216,8 @@ def cells(params: Mapping[str, str], where: str) -> str:
     rows = cell_table(data, optional=True)
     wanted = params.get("columns", "").split("|") if params.get("columns") else head
     if params.get("surfaces"):  # a page comparing some surfaces of wider runs (code mode against full, preselect)
-        surfaces, at = params["surfaces"].split(","), head.index("surface")
-        unknown = sorted(set(surfaces) - {row[at] for row in rows})
-        if unknown:
-            raise SystemExit(f"references: {where}: surfaces={params['surfaces']}: no cell of {unknown} in the runs")
+        at = head.index("surface")
+        surfaces = _surfaces(params, {row[at] for row in rows}, where)
         rows = [row for row in rows if row[at] in surfaces]
     return _columns(head, rows, wanted, where, "the cells table")
 
@@ -246,9 +244,19 @@ def scale(params: Mapping[str, str], where: str) -> str:
     if len({p.operations for p in points}) < 2:
         raise SystemExit(f"references: {where}: the runs hold one catalog size: a scale block needs two or more")
     if params.get("surfaces"):
-        points = [p for p in points if p.surface in params["surfaces"].split(",")]
+        surfaces = _surfaces(params, {p.surface for p in points}, where)
+        points = [p for p in points if p.surface in surfaces]
     wanted = params.get("columns", "").split("|") if params.get("columns") else SCALE_HEAD
     return _columns(SCALE_HEAD, scale_rows(points), wanted, where, "the catalog-size table")
+
+
+def _surfaces(params: Mapping[str, str], have: set[str], where: str) -> list[str]:
+    """The block's ``surfaces=S,T``, each one the runs have (a misspelt one named, never an empty table)."""
+    surfaces = params["surfaces"].split(",")
+    unknown = sorted(set(surfaces) - have)
+    if unknown:
+        raise SystemExit(f"references: {where}: surfaces={params['surfaces']}: no cell of {unknown} in the runs")
+    return surfaces
 
 
 def _columns(head: list[str], rows: list[list[str]], wanted: list[str], where: str, table: str) -> str:

@@ -142,6 +142,9 @@ def test_a_scale_block_gives_each_surface_at_each_catalog_size_and_names_what_do
     table = page.read_text().splitlines()[1:-1]
     assert table[0] == "| surface | operations (N) | first-try args [95% CI] |" and len(table) == 2 + 2 * 5, table
     assert "| full | 256 | does not fit |" in table and "| preselect | 10,000 | 4% [1%, 14%] |" in table, table
+    page.write_text(block + "surfaces=full,preselct -->\n<!-- surfbench:end -->\n")
+    with pytest.raises(SystemExit, match=r"no cell of \['preselct'\] in the runs"):  # a misspelt surface
+        module.cmd_pages(check=True)
     page.write_text(f"<!-- surfbench:generated scale runs={RUN} -->\n<!-- surfbench:end -->\n")
     with pytest.raises(SystemExit, match="the runs hold one catalog size"):
         module.cmd_pages(check=True)
