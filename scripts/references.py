@@ -24,7 +24,8 @@ Other kinds: ``decisions`` (a gate's decision lines), ``compare old=A new=B colu
 by side), ``paired runs=A baseline=S columns=...`` (the report's paired table: each candidate against surface S),
 ``twins runs=TWINS hand=HAND`` (synthesized twins against their hand-written tasks, scripts/synth_proxy.py),
 ``workspace runs=A`` (the workspace page's failure-mode table, scripts/workspace_table.py), ``scale runs=A,B
-columns=...`` (the report's catalog-size table: per model, surface and number of operations).
+columns=...`` (the report's catalog-size table: per model, surface and number of operations; ``wide=true``: a column
+per number of operations).
 
 The reports and gates are computed from the run folders here (bench.report), never read from a report.md that
 may be older than its runs. ``tests/test_reference_pages.py`` runs ``pages --check``.
@@ -63,6 +64,10 @@ class Reference:
     script: str | None = None
     """A script under scripts/ that makes the run instead (it runs its cells through ``surfbench.run``: the twins
     of synthesized tasks are chosen by code), given ``--results-dir`` and ``--run``."""
+    whole_pool: bool = False
+    """It grows catalogs with distractors from the pool (``catalog.grow``): run only with every source of the pool
+    here. Without GitHub's description and the OpenAPI directory (npm packs, fetched on request) the pool is
+    Gitea and BFCL alone, the grown catalogs are others, and the run would record cells of other catalogs."""
 
     def argv(self) -> list[str]:
         """What ``run`` starts (with the Python running this script)."""
@@ -137,6 +142,7 @@ REFERENCES: tuple[Reference, ...] = (
         "scale-dev-qwen1.5b",
         ("-m", "+sweep=scale", "model=qwen2.5-coder-1.5b-instruct", "catalog.grow=null,256,1024"),
         ("docs/results/scale.md",),
+        whole_pool=True,
     ),
     Reference("bfcl-dev-qwen0.5b", ("-m", "+sweep=bfcl", f"model={Q05}"), ("docs/results/bfcl.md",)),
 )  # fmt: skip
@@ -247,7 +253,33 @@ def scale(params: Mapping[str, str], where: str) -> str:
         surfaces = _surfaces(params, {p.surface for p in points}, where)
         points = [p for p in points if p.surface in surfaces]
     wanted = params.get("columns", "").split("|") if params.get("columns") else SCALE_HEAD
-    return _columns(SCALE_HEAD, scale_rows(points), wanted, where, "the catalog-size table")
+    if params.get("wide") != "true":
+        return _columns(SCALE_HEAD, scale_rows(points), wanted, where, "the catalog-size table")
+    return _wide(scale_rows(points), wanted, where)
+
+
+def _wide(rows: list[list[str]], wanted: list[str], where: str) -> str:
+    """The catalog-size table one row per model and surface, one column per catalog size (``wide=true``): each
+    cell the ``columns`` other than model, surface and N, joined by `` · `` ("does not fit" alone; ``-``: not
+    run), as a page compares sizes across."""
+    from surfbench.bench.base.markdown import markdown_table
+    from surfbench.bench.report.scale_figure import SCALE_HEAD
+
+    keys = ("model", "surface", "operations (N)")
+    values = [c for c in wanted if c not in keys]
+    if not values:
+        raise SystemExit(f"references: {where}: a wide scale block needs columns= with a metric, e.g. "
+                         f'"first-try args [95% CI]|prompt tok/step"')  # fmt: skip
+    _columns(SCALE_HEAD, rows, values, where, "the catalog-size table")  # names a missing column
+    at = {c: SCALE_HEAD.index(c) for c in (*keys, *values)}
+    sizes = sorted({row[at["operations (N)"]] for row in rows}, key=lambda n: int(n.replace(",", "")))
+    table: dict[tuple[str, str], dict[str, str]] = {}
+    for row in rows:
+        fits = row[at["first-try args [95% CI]"]] != "does not fit"
+        cell = " · ".join(row[at[c]] for c in values) if fits else "does not fit"
+        table.setdefault((row[at["model"]], row[at["surface"]]), {})[row[at["operations (N)"]]] = cell
+    head = ["model", "surface", *(f"N = {n}" for n in sizes)]
+    return markdown_table(head, [[*key, *(cells.get(n, "-") for n in sizes)] for key, cells in table.items()]) + "\n"
 
 
 def _surfaces(params: Mapping[str, str], have: set[str], where: str) -> list[str]:
@@ -460,6 +492,16 @@ def cmd_run(names: list[str]) -> int:
                 f"git mv {RESULTS}/{ref.name} {RESULTS}/llama-cpp-python/{ref.name} (and point its page's "
                 "old= blocks there)"
             )
+    if any(ref.whole_pool for ref in chosen):
+        from surfbench.bench.catalog.pool import load_pool
+
+        missing = load_pool(progress=False).missing
+        if missing:
+            raise SystemExit(
+                "references: the grow pool lacks " + "; ".join(f"{k} ({v})" for k, v in missing.items())
+                + ": the scale references grew their catalogs from all of it. Fetch it first: "
+                "surfbench pool fetch-github && surfbench pool fetch-directory"
+            )  # fmt: skip
     for i, ref in enumerate(chosen, 1):
         print(f"references: [{i}/{len(chosen)}] {ref.command}", flush=True)
         proc = subprocess.run([sys.executable, *ref.argv()], cwd=ROOT)

@@ -106,6 +106,20 @@ def test_run_refuses_to_resume_into_a_folder_of_the_old_engine_before_any_model_
     assert module.other_engine(ROOT / RUN) is None  # the default engine's folder resumes
 
 
+def test_a_scale_reference_is_refused_before_any_model_time_when_the_pool_lacks_a_source(monkeypatch):
+    """Without the npm packs the pool is Gitea and BFCL alone: the grown catalogs would be others than recorded."""
+    import surfbench.bench.catalog.pool as pool
+
+    module = load_script("references")
+    scale = module.Reference("scale-somewhere", ("+sweep=scale",), (), whole_pool=True)
+    monkeypatch.setattr(module, "REFERENCES", (scale,))
+    monkeypatch.setattr(module.subprocess, "run", lambda *a, **k: pytest.fail("a run started"))
+    lacking = pool.Pool((), {"gitea": 268}, {"github": "no octokit-openapi-23.0.2.tgz"}, "0" * 16)
+    monkeypatch.setattr(pool, "load_pool", lambda **k: lacking)
+    with pytest.raises(SystemExit, match=r"lacks github \(no octokit.*surfbench pool fetch-github && surfbench pool"):
+        module.cmd_run([])
+
+
 def test_a_paired_block_gives_each_candidate_against_its_baseline_and_needs_a_baseline(script):
     module, page = script
     block = f'<!-- surfbench:generated paired runs={RUN} baseline=full columns="candidate|vs|pairs|McNemar p" -->'
@@ -147,4 +161,22 @@ def test_a_scale_block_gives_each_surface_at_each_catalog_size_and_names_what_do
         module.cmd_pages(check=True)
     page.write_text(f"<!-- surfbench:generated scale runs={RUN} -->\n<!-- surfbench:end -->\n")
     with pytest.raises(SystemExit, match="the runs hold one catalog size"):
+        module.cmd_pages(check=True)
+
+
+def test_a_wide_scale_block_puts_each_catalog_size_in_a_column(script):
+    module, page = script
+    runs = "results/reference/scale-dev-qwen0.5b"
+    block = f"<!-- surfbench:generated scale runs={runs} wide=true surfaces=dispatcher,preselect columns="
+    page.write_text(block + '"first-try args [95% CI]|selection" -->\n<!-- surfbench:end -->\n')
+    assert module.cmd_pages(check=False) == 0
+    table = page.read_text().splitlines()[1:-1]
+    assert table[0] == "| model | surface | N = 96 | N = 256 | N = 1,024 | N = 4,096 | N = 10,000 |", table
+    dispatcher = next(row for row in table if "| dispatcher |" in row)
+    assert "| 2% [0%, 11%] · 27% | 0% [0%, 7%] · 9% | does not fit | does not fit | does not fit |" in dispatcher, (
+        dispatcher
+    )  # the old page's hand-typed 2% · 27% and 0% · 9%
+    assert table[-1].endswith("| 4% [1%, 14%] · 27% |") and len(table) == 2 + 2, table
+    page.write_text(block + '"surface|operations (N)" -->\n<!-- surfbench:end -->\n')
+    with pytest.raises(SystemExit, match="a wide scale block needs columns= with a metric"):
         module.cmd_pages(check=True)
