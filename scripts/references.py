@@ -93,6 +93,13 @@ REFERENCES: tuple[Reference, ...] = (
          "model.stop_on_repeated_call=null"),  # run before the stop was the default (2026-12-06): resumed as run
         ("docs/results/forge-qwen0.5b.md", "docs/results/cache.md", "README.md"),
     ),
+    Reference(  # the same with the stop inside a step, the default since 2026-12-06: what forge-qwen0.5b.md moves to
+        "forge-dev-qwen0.5b-stop",
+        ("-m", "suite=forge", "split=dev",
+         "surface=full,core,dispatcher,preselect,lazy,lazy_append,search,search_append",
+         "model=qwen2.5-coder-0.5b-instruct", "limit=45"),
+        ("docs/results/forge-qwen0.5b.md (once re-measured)",),
+    ),
     # then issue 52's order: the most-read findings first
     Reference(
         "dsh-sequential-synth-hot-qwen1.5b",
