@@ -277,8 +277,8 @@ def _wide(rows: list[list[str]], wanted: list[str], where: str) -> str:
     if not values:
         raise SystemExit(f"references: {where}: a wide scale block needs columns= with a metric, e.g. "
                          f'"first-try args [95% CI]|prompt tok/step"')  # fmt: skip
-    _columns(SCALE_HEAD, rows, values, where, "the catalog-size table")  # names a missing column
-    at = {c: SCALE_HEAD.index(c) for c in (*keys, *values)}
+    named = [*keys, *values]  # a column the table lacks is named
+    at = dict(zip(named, _indices(SCALE_HEAD, named, where, "the catalog-size table"), strict=True))
     sizes = sorted({row[at["operations (N)"]] for row in rows}, key=lambda n: int(n.replace(",", "")))
     table: dict[tuple[str, str], dict[str, str]] = {}
     for row in rows:
@@ -298,14 +298,19 @@ def _surfaces(params: Mapping[str, str], have: set[str], where: str) -> list[str
     return surfaces
 
 
+def _indices(head: list[str], wanted: list[str], where: str, table: str) -> list[int]:
+    """Where each ``wanted`` column is in ``head``; a column the table lacks is named with the ones it has."""
+    missing = [c for c in wanted if c not in head]
+    if missing:
+        raise SystemExit(f"references: {where}: no column {missing} in {table}; it has: {' | '.join(head)}")
+    return [head.index(c) for c in wanted]
+
+
 def _columns(head: list[str], rows: list[list[str]], wanted: list[str], where: str, table: str) -> str:
     """``rows`` (under ``head``) cut to the ``wanted`` columns, in that order, as markdown; a missing one named."""
     from surfbench.bench.base.markdown import markdown_table
 
-    missing = [c for c in wanted if c not in head]
-    if missing:
-        raise SystemExit(f"references: {where}: no column {missing} in {table}; it has: {' | '.join(head)}")
-    keep = [head.index(c) for c in wanted]
+    keep = _indices(head, wanted, where, table)
     return markdown_table(wanted, [[row[i] for i in keep] for row in rows]) + "\n"
 
 
