@@ -91,14 +91,14 @@ REFERENCES: tuple[Reference, ...] = (
          "surface=full,core,dispatcher,preselect,lazy,lazy_append,search,search_append",
          "model=qwen2.5-coder-0.5b-instruct", "limit=45",
          "model.stop_on_repeated_call=null"),  # run before the stop was the default (2026-12-06): resumed as run
-        ("docs/results/forge-qwen0.5b.md", "docs/results/cache.md", "README.md"),
+        ("docs/results/cache.md", "docs/results/forge-qwen0.5b.md (what the stop changed)", "README.md"),
     ),
-    Reference(  # the same with the stop inside a step, the default since 2026-12-06: what forge-qwen0.5b.md moves to
+    Reference(  # the same with the stop inside a step, the default since 2026-12-06
         "forge-dev-qwen0.5b-stop",
         ("-m", "suite=forge", "split=dev",
          "surface=full,core,dispatcher,preselect,lazy,lazy_append,search,search_append",
          "model=qwen2.5-coder-0.5b-instruct", "limit=45"),
-        ("docs/results/forge-qwen0.5b.md (once re-measured)",),
+        ("docs/results/forge-qwen0.5b.md", "docs/results/code-mode.md", "docs/results/instances.md", "README.md"),
     ),
     # then issue 52's order: the most-read findings first
     Reference(
@@ -344,7 +344,7 @@ def compare(params: Mapping[str, str], where: str) -> str:
     """Old against new, surface by surface: the ``columns`` of the cells table of run ``old`` and run ``new``
     side by side (the changed-verdicts tables: the same tasks on another engine). Runs of more than one model are
     compared model by model (a ``model`` column first), runs of more than one suite suite by suite (a ``suite``
-    column); a cell is its suite, mode, surface (and model)."""
+    column); a cell is its suite, mode, surface (and model). ``surfaces=S,T`` keeps those surfaces."""
     from surfbench.bench.base.markdown import markdown_table
     from surfbench.bench.report.report_data import cell_head, cell_table
 
@@ -374,6 +374,9 @@ def compare(params: Mapping[str, str], where: str) -> str:
         raise SystemExit(f"references: {where}: no column {missing} in both runs' cells tables")
     label = {"old": params.get("old_label", "old"), "new": params.get("new_label", "new")}
     keys = [*sides[0], *(k for k in sides[1] if k not in sides[0])]
+    if params.get("surfaces"):  # the cells a page compares, of runs one of which has more
+        surfaces = _surfaces(params, {key[-1] for key in keys}, where)
+        keys = [key for key in keys if key[-1] in surfaces]
     suites = len({key[0] for key in keys}) > 1  # BFCL: a suite per category, every cell on `full`
     head = [
         *(["suite"] if suites else []),

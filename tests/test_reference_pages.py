@@ -90,6 +90,19 @@ def test_compare_over_runs_of_several_suites_names_the_suite_of_each_row(script)
     assert "| bfcl:simple_python | full | 73% | 73% |" in table and len(table) == 2 + 7, table
 
 
+def test_compare_keeps_the_surfaces_named_so_a_run_with_fewer_cells_shows_no_empty_rows(script):
+    module, page = script
+    old, new = "results/reference/forge-dev-qwen0.5b", "results/reference/forge-dev-qwen0.5b-llama-server"
+    block = f'<!-- surfbench:generated compare old={old} new={new} columns="success" surfaces=preselect,full -->'
+    page.write_text(block + "\n<!-- surfbench:end -->\n")
+    assert module.cmd_pages(check=False) == 0
+    table = page.read_text().splitlines()[1:-1]
+    assert [row.split(" | ")[0] for row in table[2:]] == ["| full", "| preselect"], table  # the runs' order
+    page.write_text(block.replace("preselect,full", "full,lazy_appendix") + "\n<!-- surfbench:end -->\n")
+    with pytest.raises(SystemExit, match=r"no cell of \['lazy_appendix'\] in the runs"):
+        module.cmd_pages(check=True)
+
+
 def test_every_results_page_and_the_readme_match_their_run_folders():
     module = load_script("references")
     assert module.cmd_pages(check=True) == 0, "a page drifted from its runs: python scripts/references.py pages"
