@@ -98,7 +98,8 @@ REFERENCES: tuple[Reference, ...] = (
         ("-m", "suite=forge", "split=dev",
          "surface=full,core,dispatcher,preselect,lazy,lazy_append,search,search_append",
          "model=qwen2.5-coder-0.5b-instruct", "limit=45"),
-        ("docs/results/forge-qwen0.5b.md", "docs/results/code-mode.md", "docs/results/instances.md", "README.md"),
+        ("docs/results/forge-qwen0.5b.md", "docs/results/code-mode.md", "docs/results/instances.md",
+         "docs/results/README.md", "README.md"),
     ),
     # then issue 52's order: the most-read findings first
     Reference(

@@ -153,6 +153,7 @@ _LEGACY = "llama-cpp-python/"  # the runs of the old engine, kept beside their r
 COMMITTED_GATES = {
     "forge-dev-qwen0.5b/report/gate-dsh.txt": ("dsh.yaml", ["forge-dev-qwen0.5b"]),
     "forge-dev-qwen0.5b-llama-server/report/gate-dsh.txt": ("dsh.yaml", ["forge-dev-qwen0.5b-llama-server"]),
+    "forge-dev-qwen0.5b-stop/report/gate-dsh.txt": ("dsh.yaml", ["forge-dev-qwen0.5b-stop"]),
     "dsh-sequential-synth-hot-qwen1.5b/gate-sequential.txt": (
         "dsh-sequential.yaml", ["dsh-sequential-synth-hot-qwen1.5b"]),
     f"{_LEGACY}dsh-sequential-synth-hot-qwen1.5b/gate-sequential.txt": (
