@@ -2,7 +2,8 @@
 generated blocks from the run folders, so no number on a results page is typed by hand.
 
     python scripts/references.py status               # every reference: its folder, episodes, engine, sampling
-    python scripts/references.py run [NAME ...]       # run or resume them (all, in the order below), one at a time
+    python scripts/references.py run [NAME ...]       # run or resume them (all, in the order below), one at a time,
+                                                      # then write the pages (--no-pages: leave them)
     python scripts/references.py pages                # rewrite every generated block of docs/results/*.md, README.md
     python scripts/references.py pages --check        # exit 1 naming each block that differs from its run folders
 
@@ -495,7 +496,7 @@ def other_engine(folder: Path) -> str | None:
     return ", ".join(sorted(engines)) or None
 
 
-def cmd_run(names: list[str]) -> int:
+def cmd_run(names: list[str], write_pages: bool = True) -> int:
     chosen = [r for r in REFERENCES if not names or r.name in names]
     unknown = sorted(set(names) - {r.name for r in REFERENCES})
     if unknown:
@@ -525,7 +526,7 @@ def cmd_run(names: list[str]) -> int:
             print(f"references: {ref.name} stopped with exit {proc.returncode}; the same command resumes it",
                   file=sys.stderr)  # fmt: skip
             return proc.returncode
-    return 0
+    return cmd_pages(check=False) if write_pages else 0  # every run whole: its pages follow it
 
 
 def cmd_status() -> int:
@@ -544,13 +545,14 @@ def main() -> int:
     sub.add_parser("status", help="every reference run: folder, engine, sampling, dates")
     p = sub.add_parser("run", help="run or resume reference runs, one at a time")
     p.add_argument("names", nargs="*")
+    p.add_argument("--no-pages", action="store_true", help="leave the pages as they are after the runs")
     p = sub.add_parser("pages", help="rewrite every generated block from the run folders")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if a block differs")
     args = parser.parse_args()
     if args.command == "status":
         return cmd_status()
     if args.command == "run":
-        return cmd_run(args.names)
+        return cmd_run(args.names, write_pages=not args.no_pages)
     return cmd_pages(args.check)
 
 

@@ -4,6 +4,7 @@ that differs from what its runs give fails here, with the page, the line and the
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -117,6 +118,20 @@ def test_run_refuses_to_resume_into_a_folder_of_the_old_engine_before_any_model_
     with pytest.raises(SystemExit, match=r"holds runs on llama-cpp-python; .*git mv results/reference/forge-dev"):
         module.cmd_run([])
     assert module.other_engine(ROOT / RUN) is None  # the default engine's folder resumes
+
+
+def test_run_writes_the_pages_once_every_run_is_whole_and_not_after_a_run_stops(monkeypatch):
+    """`references.py run` is the one command: its runs, then the pages from them; a stopped run leaves them."""
+    module = load_script("references")
+    monkeypatch.setattr(module, "REFERENCES", (module.Reference("a", ("suite=forge",), ()),))
+    monkeypatch.setattr(module, "other_engine", lambda folder: None)
+    written: list[bool] = []
+    monkeypatch.setattr(module, "cmd_pages", lambda check: written.append(check) or 0)
+    monkeypatch.setattr(module.subprocess, "run", lambda *a, **k: SimpleNamespace(returncode=0))
+    assert module.cmd_run([]) == 0 and written == [False]
+    assert module.cmd_run([], write_pages=False) == 0 and written == [False]
+    monkeypatch.setattr(module.subprocess, "run", lambda *a, **k: SimpleNamespace(returncode=3))
+    assert module.cmd_run([]) == 3 and written == [False]
 
 
 def test_a_scale_reference_is_refused_before_any_model_time_when_the_pool_lacks_a_source(monkeypatch):
